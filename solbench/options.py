@@ -1,0 +1,47 @@
+"""One option vocabulary shared by the CLI (`--arch`) and the pytest plugin (`--solbench-arch`).
+
+Each option is declared once here; `add_to_parser` and the plugin's `pytest_addoption` both read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ARCHES = ("h100", "h200", "b200", "rtx3080")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its CLI flag (without '--'), and argparse keyword arguments."""
+
+    name: str
+    help: str
+    default: object = None
+    choices: tuple | None = None
+    type: type | None = None
+    action: str | None = None
+
+    def kwargs(self) -> dict:
+        kw = {"help": self.help, "default": self.default}
+        for key in ("choices", "type", "action"):
+            if getattr(self, key) is not None:
+                kw[key] = getattr(self, key)
+        return kw
+
+
+SUITE = Option("suite", "suite name (scenarios/<name>.toml) or path to a suite .toml", default="smoke")
+ARCH = Option("arch", "target arch (h100, h200, b200, rtx3080, cpu); default: the GPU present, else cpu")
+DEVICE = Option("device", "where to run: cuda or cpu (cpu runs Python candidates only); default cuda if present")
+BASELINES = Option("baselines", "comma-separated baselines to time against (default: every available one; 'none' for none)")
+SEED = Option("seed", "path to the seed kernel used as the first comparator ('none' to skip)")
+AGAINST = Option("against", "a results.json to compare against")
+TIMEOUT = Option("timeout", "per-scenario timeout in seconds", default=120.0, type=float)
+MAX_SCENARIOS = Option("max-scenarios", "evaluate only the first N scenarios of the suite", type=int)
+FILTER = Option("filter", "only scenarios whose id contains this substring")
+
+RUN_OPTIONS = (SUITE, ARCH, DEVICE, BASELINES, SEED, TIMEOUT, MAX_SCENARIOS, FILTER)
+
+
+def add_to_parser(parser, options, prefix: str = "--") -> None:
+    for opt in options:
+        parser.add_argument(prefix + opt.name, dest=opt.name.replace("-", "_"), **opt.kwargs())

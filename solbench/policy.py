@@ -1,0 +1,52 @@
+"""TimingPolicy: the one recorded measurement method, applied identically to every implementation."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from solbench.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """How every implementation is timed; stored in each RunResult."""
+
+    warmup_ms: float = 100.0
+    """Warm-up by time (clocks ramp from idle; JIT and caches settle) before any sample."""
+    round_samples: int = 5
+    """Timed iterations per implementation per interleaved round."""
+    min_rounds: int = 4
+    """Rounds always taken, whatever the noise."""
+    max_rounds: int = 40
+    """Rounds at most."""
+    target_rel_ci: float = 0.005
+    """Stop once every implementation's median CI half-width / median is below this."""
+    max_time_s: float = 6.0
+    """Time cap per scenario for the sampling loop (all implementations together)."""
+    cold_l2: bool = True
+    """Overwrite a buffer of >= 2x L2 before every timed iteration (GPU only)."""
+    rotate_inputs: int = 4
+    """Distinct input copies cycled through so consecutive iterations see different pointers."""
+    host_check_tolerance: float = 0.5
+    """Flag a sample whose event time is below (1 - this) x the host wall time of the synced call
+    minus the measured host floor: work hidden on another stream."""
+    launcher_ab: bool = True
+    """Also measure the launcher-only A/B (CUDA-graph device time vs eager host path)."""
+    retake_throttled: bool = True
+    """Retake a round during which the GPU reported a throttle reason other than idle."""
+    method: str = "auto"
+    """'cuda_events' on a GPU, 'host_clock' on CPU; 'auto' picks by device."""
+
+    def __post_init__(self):
+        if self.round_samples < 1 or self.min_rounds < 1 or self.max_rounds < self.min_rounds:
+            raise ConfigError("TimingPolicy: need round_samples >= 1 and 1 <= min_rounds <= max_rounds")
+        if not 0 < self.target_rel_ci < 1:
+            raise ConfigError(f"TimingPolicy.target_rel_ci must be in (0, 1), got {self.target_rel_ci}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+QUICK = TimingPolicy(warmup_ms=5.0, round_samples=3, min_rounds=2, max_rounds=4, target_rel_ci=0.05,
+                     max_time_s=1.0, cold_l2=False, rotate_inputs=1, launcher_ab=False)
+"""For CPU smoke runs and tests: a few samples, enough to exercise every code path."""
