@@ -1,0 +1,1 @@
+../solbench/abi/solbench_attention.h
