@@ -1,0 +1,88 @@
+"""`solbench run CANDIDATE [--suite S] [--arch A] [--device D] ...`: build, check, time, report.
+
+Exit 0 only when every scenario passed; 1 when any failed; 7 when the target arch is not the GPU
+present (the candidate is still built, checked for forbidden libraries and its bounds printed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from solbench.options import RUN_OPTIONS, add_to_parser
+
+HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratios, roofline"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("candidate", help="kernel .cu file, or a Python module file defining forward(inputs)")
+    add_to_parser(parser, RUN_OPTIONS)
+    parser.add_argument("--resume", type=Path, help="finish an interrupted run (its folder or results.json)")
+    parser.add_argument("--out", type=Path, help="run folder (default reports/<run-id>/)")
+    parser.add_argument("--quick", action="store_true", help="few samples, no L2 flush: for smoke tests, not for numbers")
+    parser.add_argument("--flag", action="append", default=[], help="extra nvcc flag for the candidate (repeatable)")
+    parser.add_argument("--allow-lib", action="append", default=[], help="allow a forbidden library (cublas, cudnn, cutlass, cute)")
+
+
+def run(args) -> int:
+    from solbench import runner
+    from solbench.errors import DeviceMismatchError
+    from solbench.policy import QUICK, TimingPolicy
+    from solbench.report import render_summary, render_table, write_reports
+
+    device = runner.resolve_device(args.device)
+    present = runner.gpu_arch() if device == "cuda" else None
+    if args.arch and args.arch != (present or "cpu"):
+        _build_and_bound_only(args, present)
+        raise DeviceMismatchError(f"timing {Path(args.candidate).name} for {args.arch} needs a {args.arch.upper()} GPU; "
+                                  f"this machine has {present or 'no GPU'} (built and bounded only)")
+    if Path(args.candidate).suffix == ".cu" and device == "cpu":
+        from solbench.errors import ConfigError
+
+        raise ConfigError(f"{args.candidate}: a .cu candidate needs a GPU; pass --arch ARCH to build and bound it only")
+    seed = None if args.seed == "none" else (args.seed or "default")
+    baselines = None if args.baselines is None else tuple(b for b in args.baselines.split(",") if b and b != "none")
+    config = runner.RunConfig(
+        candidate=args.candidate, suite=args.suite, arch=args.arch, device=device, baselines=baselines,
+        seed=seed, policy=QUICK if args.quick else TimingPolicy(), out_dir=args.out, timeout_s=args.timeout,
+        resume=args.resume, filter=args.filter, max_scenarios=args.max_scenarios,
+        build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib),
+    )
+
+    def progress(outcome):
+        print(f"  {outcome.status.value:>17}  {outcome.scenario_id}", flush=True)
+
+    result = runner.run(config, on_outcome=progress)
+    folder = Path(config.resume or config.out_dir or Path("reports") / result.run_id)
+    if folder.suffix == ".json":
+        folder = folder.parent
+    write_reports(result, folder)
+    print()
+    print(render_table(result))
+    print()
+    print(render_summary(result))
+    print(f"\nresults: {folder / 'results.json'}")
+    return 1 if result.failures() else 0
+
+
+def _build_and_bound_only(args, present) -> None:
+    """Build for the requested arch, check the binary and print the suite's bounds there."""
+    from tabulate import tabulate
+
+    from solbench.archspec import known_arches, load_arch
+    from solbench.roofline import bound
+    from solbench.suites import load_suite
+
+    if Path(args.candidate).suffix == ".cu":
+        from solbench.binary_check import check_binary
+        from solbench.build import build
+
+        result = build(args.candidate, args.arch, extra_flags=tuple(args.flag))
+        check_binary(result.so_path, allow=tuple(args.allow_lib))
+        print(f"built {result.so_path} for {args.arch} ({'cached' if result.cache_hit else 'compiled'}); forbidden-library check passed")
+    if args.arch in known_arches():
+        spec = load_arch(args.arch)
+        rows = []
+        for sc in load_suite(args.suite).select(args.filter, args.max_scenarios).scenarios:
+            b = bound(sc, spec)
+            rows.append([sc.id, f"{b.flops:.3e}", f"{b.bytes:.3e}", f"{b.bound_ms * 1e3:.2f}", b.limit])
+        print(tabulate(rows, headers=["scenario", "flops", "bytes", "bound_us", "limit"]))

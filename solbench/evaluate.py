@@ -1,0 +1,142 @@
+"""Evaluate one scenario: check every implementation against the fp32 reference, then time them
+interleaved in rounds under one TimingPolicy, and form the per-round ratios.
+
+The candidate is checked first; if it is wrong, nothing is timed (its score is 0 anyway). A comparator
+that is wrong or crashes is recorded under `Outcome.comparators` and left out of timing: truth comes
+from the reference, never from a comparator.
+"""
+
+from __future__ import annotations
+
+import time
+
+from solbench.model import ErrorStats, Measurement, Outcome, Status
+from solbench.policy import TimingPolicy
+from solbench.scenario import Scenario
+from solbench.worker import Worker, WorkerFailure
+
+FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR}
+
+
+def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, device: str,
+             timeout_s: float, bound_fn=None) -> Outcome:
+    """workers: 'candidate' first, then comparators ('seed', baselines) in a fixed order."""
+    from solbench.inputs import make_inputs
+    from solbench.reference import reference
+
+    ref_out, ref_lse = reference(make_inputs(sc, trial=0, device=device))
+    errors: dict[str, ErrorStats] = {}
+    comparators: dict[str, dict] = {}
+    ready: list[str] = []
+    # Comparators first, so the candidate's verdict can use the seed's error as a yardstick.
+    for name in [n for n in workers if n != "candidate"] + ["candidate"]:
+        status, reason, error = _check(sc, workers[name], ref_out, ref_lse, policy, timeout_s,
+                                       seed_error=errors.get("seed") if name == "candidate" else None)
+        if error is not None:
+            errors[name] = error
+        if name == "candidate":
+            cand = (status, reason, error)
+        else:
+            comparators[name] = {"status": status.value, "reason": reason, "error": error.__dict__ if error else None}
+        if status is Status.PASSED:
+            ready.append(name)
+    del ref_out, ref_lse
+    status, reason, error = cand
+    base = dict(scenario_id=sc.id, scenario=sc.to_dict(), error=error, comparators=comparators)
+    if status is not Status.PASSED:
+        return Outcome(status=status, reason=reason, **base)
+    method = "cuda_events" if device == "cuda" else "host_clock"
+    while True:
+        try:
+            measurements, ratios = _time_interleaved({n: workers[n] for n in ready}, policy, timeout_s, method)
+            break
+        except _TimingFailure as exc:
+            if exc.worker == "candidate":
+                return Outcome(status=FAILURE_STATUS[exc.kind], reason=f"while timing: {exc}", **base)
+            # A comparator that breaks while timed is dropped; the candidate is timed without it.
+            comparators[exc.worker].update(status=FAILURE_STATUS[exc.kind].value, reason=f"while timing: {exc}")
+            ready.remove(exc.worker)
+    status, reason, bound = Status.PASSED, "", None
+    if bound_fn is not None:
+        from solbench.roofline import is_faster_than_light
+        from solbench.stats import median
+
+        b = bound_fn(sc)
+        bound = b.to_dict()
+        t_ms = median(measurements["candidate"].samples_ms)
+        if is_faster_than_light(t_ms, b):
+            status = Status.FASTER_THAN_LIGHT
+            reason = f"median {t_ms * 1e3:.2f} us is below the {b.arch} speed-of-light bound {b.bound_ms * 1e3:.2f} us"
+    return Outcome(status=status, reason=reason, measurements=measurements, ratios=ratios, bound=bound, **base)
+
+
+def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error):
+    """(status, reason, ErrorStats | None) for one implementation on trial 0."""
+    from solbench.verdict import judge
+
+    try:
+        info = worker.request("prepare", {"scenario": sc.to_dict(), "rotate": policy.rotate_inputs}, timeout_s)
+        out, lse = worker.request("check", None, timeout_s)
+        out, lse = out.clone(), lse.clone()  # the worker's buffers are reused; keep our own copy
+    except WorkerFailure as exc:
+        return FAILURE_STATUS[exc.kind], str(exc), None
+    verdict = judge(out, lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"], seed_error=seed_error)
+    return verdict.status, verdict.reason, verdict.error
+
+
+class _TimingFailure(WorkerFailure):
+    def __init__(self, worker: str, failure: WorkerFailure):
+        super().__init__(failure.kind, str(failure))
+        self.worker = worker
+
+
+def _time_interleaved(workers: dict[str, Worker], policy: TimingPolicy, timeout_s: float, method: str):
+    """Rounds of `round_samples` per implementation, alternating, until every median is tight.
+
+    Drift (clocks, temperature, neighbours) hits every implementation alike, and ratios are formed
+    per round, so a slow drift cancels out of them.
+    """
+    from solbench.stats import median, rel_ci_halfwidth
+
+    def ask(name, cmd, payload=None):
+        try:
+            return workers[name].request(cmd, payload, timeout_s)
+        except WorkerFailure as exc:
+            raise _TimingFailure(name, exc) from None
+
+    for name in workers:
+        ask(name, "warm_up")
+    samples = {n: [] for n in workers}
+    host = {n: [] for n in workers}
+    flags = {n: set() for n in workers}
+    telemetry = {n: {} for n in workers}
+    per_round = {n: [] for n in workers}
+    start = time.perf_counter()
+    for r in range(policy.max_rounds):
+        for name in workers:
+            reply = ask(name, "round", {"n": policy.round_samples})
+            if policy.retake_throttled and reply["telemetry"].get("throttled"):
+                flags[name].add("throttled_retaken")
+                reply = ask(name, "round", {"n": policy.round_samples})
+            samples[name] += reply["device_ms"]
+            host[name] += reply["host_ms"]
+            flags[name].update(reply["flags"])
+            telemetry[name] = reply["telemetry"]
+            per_round[name].append(median(reply["device_ms"]))
+        done = r + 1 >= policy.min_rounds and all(rel_ci_halfwidth(s) < policy.target_rel_ci for s in samples.values())
+        if done or time.perf_counter() - start > policy.max_time_s and r + 1 >= policy.min_rounds:
+            break
+    splits = {n: ask(n, "launcher_split") for n in workers} if policy.launcher_ab else {}
+    measurements = {}
+    for name in workers:
+        if rel_ci_halfwidth(samples[name]) >= policy.target_rel_ci:
+            flags[name].add("noisy")
+        split = splits.get(name, {})
+        measurements[name] = Measurement(
+            impl=name, samples_ms=tuple(samples[name]), method=method, host_samples_ms=tuple(host[name]),
+            device_graph_ms=split.get("graph_device_ms"), flags=tuple(sorted(flags[name])),
+            telemetry={**telemetry[name], "launcher": split} if split else telemetry[name],
+        )
+    cand = per_round["candidate"]
+    ratios = {n: tuple(c / t for c, t in zip(per_round[n], cand)) for n in workers if n != "candidate"}
+    return measurements, ratios

@@ -1,0 +1,160 @@
+"""Reports from a RunResult: the terminal table, summary.md and results.csv. Consumes results, never
+measures, so `solbench report results.json` works on a file made on another machine.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from solbench.model import Outcome, RunResult, Status
+
+
+@dataclass(frozen=True)
+class Score:
+    """The suite score against one comparator: geomean speedup with its interval, or 0 with why."""
+
+    comparator: str
+    """'seed', a baseline name, or 'best' (per scenario, the fastest comparator that ran)."""
+    geomean: float
+    """Geomean over scenarios of the median per-round speedup; 0 when any scenario failed."""
+    lo: float
+    """Lower end of the 95 % interval (measurement noise)."""
+    hi: float
+    """Upper end."""
+    scenarios: int
+    """Scenarios that contributed."""
+    failed: tuple[str, ...] = ()
+    """Ids of failing scenarios (any makes the score 0)."""
+
+
+def comparator_names(result: RunResult) -> list[str]:
+    names: list[str] = []
+    for o in result.outcomes:
+        names += [n for n in o.ratios if n not in names]
+    return names
+
+
+def best_ratios(o: Outcome) -> tuple[float, ...] | None:
+    """Per round, the speedup against the fastest comparator of that round (min over comparators)."""
+    if not o.ratios:
+        return None
+    return tuple(min(r) for r in zip(*o.ratios.values()))
+
+
+def scores(result: RunResult) -> list[Score]:
+    from solbench.stats import geomean_ci
+
+    failed = tuple(o.scenario_id for o in result.failures())
+    out = []
+    for name in comparator_names(result) + (["best"] if len(comparator_names(result)) > 1 else []):
+        per = [best_ratios(o) if name == "best" else o.ratios.get(name) for o in result.outcomes]
+        per = [p for p in per if p]
+        if failed or not per:
+            out.append(Score(name, 0.0, 0.0, 0.0, len(per), failed))
+            continue
+        g, lo, hi = geomean_ci(per)
+        out.append(Score(name, g, lo, hi, len(per)))
+    return out
+
+
+def scenario_rows(result: RunResult) -> list[dict]:
+    from solbench.stats import median, rel_ci_halfwidth
+
+    rows = []
+    names = comparator_names(result)
+    for o in result.outcomes:
+        row = {"scenario": o.scenario_id, "status": o.status.value,
+               "max_abs_err": o.error.max_abs if o.error else None}
+        cand = o.measurements.get("candidate")
+        row["time_us"] = median(cand.samples_ms) * 1e3 if cand else None
+        row["noise_pct"] = rel_ci_halfwidth(cand.samples_ms) * 100 if cand and len(cand.samples_ms) > 1 else None
+        for n in names:
+            row[f"x_{n}"] = median(o.ratios[n]) if o.ratios.get(n) else None
+        if o.bound and cand:
+            row["sol_pct"] = o.bound["bound_ms"] / median(cand.samples_ms) * 100
+        row["reason"] = o.reason
+        rows.append(row)
+    return rows
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def render_table(result: RunResult, fmt: str = "simple", max_reason: int = 70) -> str:
+    from tabulate import tabulate
+
+    rows = scenario_rows(result)
+    for r in rows:
+        r["reason"] = (r["reason"][: max_reason - 1] + "…") if len(r["reason"]) > max_reason else r["reason"]
+    table = [[_fmt(v) for v in r.values()] for r in rows]
+    headers = list(rows[0].keys()) if rows else []
+    return tabulate(table, headers=headers, tablefmt=fmt)
+
+
+def render_summary(result: RunResult) -> str:
+    """A few lines: counts, score per comparator, and which scenarios failed and why."""
+    counts: dict[str, int] = {}
+    for o in result.outcomes:
+        counts[o.status.value] = counts.get(o.status.value, 0) + 1
+    done = f"{len(result.outcomes)}/{result.scenario_count}" + ("" if result.complete else " (incomplete)")
+    lines = [f"suite {result.suite} on {result.arch}: {done} scenarios; "
+             + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
+    for s in scores(result):
+        if s.failed:
+            lines.append(f"score vs {s.comparator}: 0 ({len(s.failed)} scenario(s) failed)")
+        else:
+            lines.append(f"score vs {s.comparator}: geomean speedup {s.geomean:.4f} "
+                         f"[95% CI {s.lo:.4f}, {s.hi:.4f}] over {s.scenarios} scenarios")
+    for o in result.failures():
+        lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")
+    for o in result.outcomes:
+        for name, c in o.comparators.items():
+            if c["status"] != Status.PASSED.value:
+                lines.append(f"comparator {name} on {o.scenario_id}: {c['status']}: {c['reason']}")
+    return "\n".join(lines)
+
+
+def write_csv(result: RunResult, path: Path) -> None:
+    rows = scenario_rows(result)
+    with open(path, "w", newline="") as f:
+        if rows:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+def write_markdown(result: RunResult, path: Path) -> None:
+    env = result.environment
+    gpu = (env.get("gpu") or {}).get("name") if isinstance(env.get("gpu"), dict) else env.get("gpu_name")
+    impls = result.candidate.get("implementations", {})
+    text = [
+        f"# solbench run `{result.run_id}`", "",
+        f"- candidate: `{result.candidate.get('name')}` ({result.candidate.get('kind')}), sha256 `{result.candidate.get('sha256', '')[:16]}`",
+        f"- implementations: " + ", ".join(f"{k} = `{v}`" for k, v in impls.items()),
+        f"- suite: `{result.suite}` (hash `{result.suite_hash[:12]}`), arch `{result.arch}`, device {gpu or 'cpu'}",
+        f"- timing: {result.policy.get('method')}, target median CI ±{result.policy.get('target_rel_ci', 0):.1%}, "
+        f"cold L2 {result.policy.get('cold_l2')}", "",
+        "## Summary", "", "```", render_summary(result), "```", "",
+        "## Per scenario", "",
+        "Speedups `x_<comparator>` are median per-round t_comparator / t_candidate (> 1: candidate faster); "
+        "`noise_pct` is the candidate median's 95 % CI half-width.", "",
+        render_table(result, fmt="github", max_reason=120), "",
+    ]
+    path.write_text("\n".join(text))
+
+
+def write_reports(result: RunResult, folder: Path) -> list[Path]:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    md, csv_path = folder / "summary.md", folder / "results.csv"
+    write_markdown(result, md)
+    write_csv(result, csv_path)
+    return [md, csv_path]

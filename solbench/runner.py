@@ -1,0 +1,213 @@
+"""The runner: resolves the candidate and its comparators, starts one worker each, evaluates every
+scenario of the suite, and keeps `reports/<run-id>/results.json` valid after each scenario (written
+atomically), so an interruption loses nothing finished and `--resume` skips what is done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from solbench import __version__
+from solbench.errors import ConfigError
+from solbench.impls import ImplSpec, candidate_kind
+from solbench.model import Outcome, RunResult
+from solbench.policy import TimingPolicy
+
+REPO_KERNELS = Path(__file__).resolve().parent.parent / "reference_kernels"
+DEFAULT_SEED = {"cuda": "seed_attention.cu", "cpu": "torch_attention.py"}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one run needs; the CLI and the pytest plugin both build one of these."""
+
+    candidate: str
+    """Path to a .cu file or a Python module file."""
+    suite: str = "smoke"
+    """Suite name or path."""
+    arch: str | None = None
+    """Target arch; None = the GPU present (or 'cpu')."""
+    device: str | None = None
+    """'cuda' or 'cpu'; None = cuda when present."""
+    baselines: tuple[str, ...] | None = None
+    """Baselines to time against; None = every available one; () = none."""
+    seed: str | None = "default"
+    """Seed kernel path; 'default' = the shipped seed for the device; None = no seed comparator."""
+    policy: TimingPolicy = field(default_factory=TimingPolicy)
+    """Timing method, recorded in the result."""
+    out_dir: Path | None = None
+    """Run folder; None = reports/<run-id>/."""
+    timeout_s: float = 120.0
+    """Per request to a worker (one scenario's check, or one timing round)."""
+    resume: Path | None = None
+    """A previous run folder (or its results.json) to finish."""
+    filter: str | None = None
+    """Only scenarios whose id contains this."""
+    max_scenarios: int | None = None
+    """Only the first N (after the filter)."""
+    build_flags: tuple[str, ...] = ()
+    """Extra nvcc flags for a .cu candidate."""
+    allow_libs: tuple[str, ...] = ()
+    """Forbidden libraries to allow in the candidate's binary."""
+
+
+def resolve_device(requested: str | None) -> str:
+    if requested in ("cpu", "cuda"):
+        if requested == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ConfigError("--device cuda: no CUDA GPU is visible (torch.cuda.is_available() is False)")
+        return requested
+    if requested is not None:
+        raise ConfigError(f"--device must be 'cuda' or 'cpu', got {requested!r}")
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def gpu_arch() -> str | None:
+    """The arch name of the GPU present (h100, h200, b200, rtx3080), or None."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        name = torch.cuda.get_device_name().lower()
+    except Exception:
+        return None
+    for key, arch in (("h200", "h200"), ("h100", "h100"), ("b200", "b200"), ("3080", "rtx3080")):
+        if key in name:
+            return arch
+    return "sm_" + "".join(map(str, torch.cuda.get_device_capability()))
+
+
+def implementation_specs(config: RunConfig, device: str, arch: str) -> dict[str, ImplSpec]:
+    """candidate, seed, baselines: built and named, in the order they are reported."""
+    specs = {"candidate": _source_spec("candidate", config.candidate, arch, config)}
+    if config.seed:
+        seed_path = str(REPO_KERNELS / DEFAULT_SEED[device]) if config.seed == "default" else config.seed
+        if not Path(seed_path).exists():
+            raise ConfigError(f"seed kernel {seed_path} not found; pass --seed PATH or --seed none")
+        specs["seed"] = _source_spec("seed", seed_path, arch, config, candidate=False)
+    if device == "cuda":
+        from solbench.baselines import resolve_baselines
+
+        for name in resolve_baselines(config.baselines):
+            specs[name] = ImplSpec(name, "baseline", name, name)
+    elif config.baselines:
+        raise ConfigError("baselines need a GPU; on --device cpu pass no --baselines")
+    return specs
+
+
+def _source_spec(name: str, path: str, arch: str, config: RunConfig, candidate: bool = True) -> ImplSpec:
+    if not Path(path).exists():
+        raise ConfigError(f"{path}: no such file")
+    kind = candidate_kind(path)
+    if kind == "cu" and path.endswith(".cu"):
+        from solbench.binary_check import check_binary
+        from solbench.build import build
+
+        result = build(path, arch, extra_flags=config.build_flags if candidate else ())
+        check_binary(result.so_path, allow=config.allow_libs if candidate else ())
+        return ImplSpec(name, "cu", str(result.so_path), Path(path).name)
+    return ImplSpec(name, kind, str(Path(path).resolve()), Path(path).name)
+
+
+def new_run_id(candidate: str, suite: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{Path(candidate).stem}-{suite}"
+
+
+def write_result(result: RunResult, folder: Path) -> Path:
+    """Atomically replace folder/results.json: a reader never sees a half-written file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "results.json"
+    tmp = folder / ".results.json.tmp"
+    tmp.write_text(json.dumps(result.to_dict(), indent=1))
+    os.replace(tmp, path)
+    return path
+
+
+def load_result(path: Path) -> RunResult:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        return RunResult.from_dict(json.loads(path.read_text()))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read results: {exc}") from None
+
+
+def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) -> RunResult:
+    """Evaluate the candidate on the suite; returns the RunResult also written to disk."""
+    from solbench.environment import collect
+    from solbench.evaluate import evaluate
+    from solbench.suites import load_suite
+    from solbench.worker import Worker
+
+    device = resolve_device(config.device)
+    arch = config.arch or (gpu_arch() if device == "cuda" else "cpu")
+    suite = load_suite(config.suite)
+    scenarios = suite.select(config.filter, config.max_scenarios).scenarios
+    if not scenarios:
+        raise ConfigError(f"no scenario of suite {suite.name!r} matches --filter {config.filter!r}")
+    policy = replace(config.policy, method="cuda_events" if device == "cuda" else "host_clock")
+    specs = implementation_specs(config, device, arch)
+
+    previous = load_result(config.resume) if config.resume else None
+    if previous and previous.suite_hash != suite.hash:
+        raise ConfigError(f"--resume {config.resume}: made with a different version of suite {suite.name!r}")
+    folder = Path(config.resume) if config.resume else (config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
+    if folder.suffix == ".json":
+        folder = folder.parent
+    done = {o.scenario_id: o for o in previous.outcomes} if previous else {}
+    candidate_info = {"name": Path(config.candidate).name, "path": str(config.candidate),
+                      "kind": specs["candidate"].kind, "sha256": _sha256(config.candidate),
+                      "build_flags": list(config.build_flags),
+                      "implementations": {n: s.label for n, s in specs.items()}}
+    result = RunResult(
+        run_id=folder.name, suite=suite.name, suite_hash=suite.hash, candidate=candidate_info, arch=arch,
+        environment=collect(device, {"solbench_version": __version__}), policy=policy.to_dict(),
+        outcomes=tuple(done[s.id] for s in scenarios if s.id in done), scenario_count=len(scenarios),
+    )
+    write_result(result, folder)
+    bound_fn = _bound_fn(arch)
+    workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log") for n, s in specs.items()}
+    try:
+        for sc in scenarios:
+            if sc.id in done:
+                continue
+            outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn)
+            result = replace(result, outcomes=result.outcomes + (outcome,))
+            write_result(result, folder)
+            if on_outcome:
+                on_outcome(outcome)
+        result = replace(result, complete=True)
+        write_result(result, folder)
+    finally:
+        for w in workers.values():
+            w.stop()
+    return result
+
+
+def _bound_fn(arch: str):
+    """Scenario -> roofline Bound on this arch (with its measured profile if calibrated), or None
+    where no arch spec exists (cpu)."""
+    from solbench.archspec import find_profile, known_arches, load_arch
+    from solbench.roofline import bound
+
+    if arch not in known_arches():
+        return None
+    spec, profile = load_arch(arch), find_profile(arch)
+    return lambda sc: bound(sc, spec, profile)
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -1,0 +1,204 @@
+"""One implementation per worker process, driven over a pipe, so a crash costs a scenario, not the run.
+
+Runner side: `Worker(spec, device, policy, log_path)` with `request(cmd, payload, timeout_s)`; a worker
+that dies (segfault), hangs (timeout) or reports an error is killed and restarted on the next request.
+Worker side: `_serve` holds the loaded implementation, the scenario's inputs and a Timer. Outputs come
+back as tensors through torch.multiprocessing (CUDA IPC on a GPU, shared memory on CPU).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from solbench.impls import ImplSpec
+from solbench.policy import TimingPolicy
+
+
+class WorkerFailure(Exception):
+    """The worker died, hung or raised; `kind` is 'crash', 'timeout' or 'error'."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Worker:
+    """Runner-side handle; starts the process lazily and after every failure."""
+
+    spec: ImplSpec
+    device: str
+    policy: TimingPolicy
+    log_path: Path
+
+    def __post_init__(self):
+        self._proc = None
+        self._conn = None
+
+    def _start(self):
+        import torch.multiprocessing  # registers tensor reductions for the pipe  # noqa: F401
+
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, self.spec, self.device, self.policy, str(self.log_path)),
+                                 daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+
+    def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
+        """Send one command and wait for its reply; raise WorkerFailure (and reset) on any failure."""
+        if self._proc is None or not self._proc.is_alive():
+            self._start()
+        try:
+            self._conn.send((cmd, payload))
+            if not self._conn.poll(timeout_s):
+                self.stop(kill=True)
+                raise WorkerFailure("timeout", f"{self.spec.name}: no answer to {cmd!r} within {timeout_s:g} s")
+            status, value = self._conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            code = self._proc.exitcode if self._proc else None
+            self.stop(kill=True)
+            raise WorkerFailure("crash", f"{self.spec.name}: worker died ({_describe_exit(code)}){self._log_tail()}") from None
+        if status == "error":
+            self.stop(kill=True)  # the CUDA context may be poisoned (illegal address): start afresh
+            raise WorkerFailure("error", f"{self.spec.name}: {value}")
+        return value
+
+    def stop(self, kill: bool = False):
+        if self._proc is None:
+            return
+        if not kill and self._proc.is_alive():
+            try:
+                self._conn.send(("quit", None))
+                self._proc.join(5)
+            except (BrokenPipeError, OSError):
+                pass
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5)
+        self._conn.close()
+        self._proc = self._conn = None
+
+    def _log_tail(self, lines: int = 3) -> str:
+        try:
+            tail = [l for l in self.log_path.read_text(errors="replace").splitlines() if l.strip()][-lines:]
+        except OSError:
+            return ""
+        return (": " + " | ".join(tail)) if tail else ""
+
+
+def _describe_exit(code) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        import signal
+
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+# ---------------------------------------------------------------- worker process side
+
+
+def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: str):
+    log = open(log_path, "a", buffering=1)
+    os.dup2(log.fileno(), 1)  # the candidate's own prints and CUDA errors go to the log, not the terminal
+    os.dup2(log.fileno(), 2)
+    state = _WorkerState(spec, device, policy)
+    while True:
+        try:
+            cmd, payload = conn.recv()
+        except EOFError:
+            return
+        if cmd == "quit":
+            return
+        try:
+            conn.send(("ok", getattr(state, cmd)(payload)))
+        except Exception as exc:
+            traceback.print_exc()
+            conn.send(("error", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+
+
+class _WorkerState:
+    """The worker's commands: each takes one payload and returns a picklable value."""
+
+    def __init__(self, spec: ImplSpec, device: str, policy: TimingPolicy):
+        import torch
+
+        from solbench.impls import load_impl
+        from solbench.timing import Timer
+
+        torch.backends.cuda.matmul.allow_tf32 = False
+        self.device = device
+        self.impl = load_impl(spec, device)
+        self.timer = Timer(policy, device)
+        self.policy = policy
+        self.check_inputs = None
+        self.calls = []
+
+    def _sync(self):
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+
+    def prepare(self, payload):
+        """Make the scenario's inputs (trial 0 for the check, rotated trials for timing) and bind."""
+        from solbench.inputs import make_inputs
+        from solbench.scenario import Scenario
+
+        sc = Scenario.from_dict(payload["scenario"])
+        self.check_inputs = None
+        self.calls = []
+        self._sync()
+        self.check_inputs = make_inputs(sc, trial=0, device=self.device)
+        self.check_call = self.impl.bind(self.check_inputs)
+        rotation = [make_inputs(sc, trial=t, device=self.device) for t in range(1, 1 + payload.get("rotate", 1))]
+        self.rotation = rotation
+        self.calls = [self.impl.bind(inp) for inp in rotation]
+        return {"writes_lse": getattr(self.impl, "writes_lse", True)}
+
+    def check(self, payload):
+        """Poison, run once, return (out, lse) of trial 0 for the runner's verdict."""
+        self.check_inputs.poison()
+        self._sync()
+        self.check_call()
+        self._sync()
+        return self.check_inputs.out, self.check_inputs.lse
+
+    def warm_up(self, payload):
+        self.timer.warm_up(self.calls)
+        return None
+
+    def round(self, payload):
+        """Take n timed samples; returns device/host samples, flags and telemetry."""
+        from solbench.telemetry import TelemetrySampler
+
+        with TelemetrySampler(_device_index(self.device)) as sampler:
+            samples = self.timer.take(self.calls, payload["n"])
+        return {
+            "device_ms": [s.device_ms for s in samples],
+            "host_ms": [s.host_ms for s in samples],
+            "flags": sorted({f for s in samples for f in s.flags}),
+            "telemetry": sampler.summary(),
+        }
+
+    def launcher_split(self, payload):
+        split = self.timer.launcher_split(self.calls[0])
+        return {k: getattr(split, k) for k in split.__dataclass_fields__}
+
+
+def _device_index(device: str) -> int:
+    if device != "cuda":
+        return -1
+    import torch
+
+    return torch.cuda.current_device()
