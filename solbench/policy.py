@@ -30,6 +30,9 @@ class TimingPolicy:
     host_check_tolerance: float = 0.5
     """Flag a sample whose event time is below (1 - this) x the host wall time of the synced call
     minus the measured host floor: work hidden on another stream."""
+    launch_cover_ms: float = 0.25
+    """At most this long the timing stream is held by a spin kernel (sized from the measured launch time)
+    while the host issues the call, so launcher host time does not leak into event time; 0 disables."""
     launcher_ab: bool = True
     """Also measure the launcher-only A/B (CUDA-graph device time vs eager host path)."""
     retake_throttled: bool = True
@@ -40,6 +43,8 @@ class TimingPolicy:
     def __post_init__(self):
         if self.round_samples < 1 or self.min_rounds < 1 or self.max_rounds < self.min_rounds:
             raise ConfigError("TimingPolicy: need round_samples >= 1 and 1 <= min_rounds <= max_rounds")
+        if self.launch_cover_ms < 0:
+            raise ConfigError(f"TimingPolicy.launch_cover_ms must be >= 0, got {self.launch_cover_ms}")
         if not 0 < self.target_rel_ci < 1:
             raise ConfigError(f"TimingPolicy.target_rel_ci must be in (0, 1), got {self.target_rel_ci}")
 
