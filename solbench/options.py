@@ -34,12 +34,28 @@ ARCH = Option("arch", "target arch (h100, h200, b200, rtx3080, cpu); default: th
 DEVICE = Option("device", "where to run: cuda or cpu (cpu runs Python candidates only); default cuda if present")
 BASELINES = Option("baselines", "comma-separated baselines to time against (default: every available one; 'none' for none)")
 SEED = Option("seed", "path to the seed kernel used as the first comparator ('none' to skip)")
-AGAINST = Option("against", "a results.json to compare against")
+AGAINST = Option("against", "a results.json (or run folder, or pytest-benchmark file saved by the plugin) to compare against")
 TIMEOUT = Option("timeout", "per-scenario timeout in seconds", default=120.0, type=float)
 MAX_SCENARIOS = Option("max-scenarios", "evaluate only the first N scenarios of the suite", type=int)
 FILTER = Option("filter", "only scenarios whose id contains this substring")
 
 RUN_OPTIONS = (SUITE, ARCH, DEVICE, BASELINES, SEED, TIMEOUT, MAX_SCENARIOS, FILTER)
+
+# Gates (`solbench check`, the pytest plugin); see solbench.check for what each clause means.
+KERNEL = Option("kernel", "candidate to evaluate: a kernel .cu or a Python module file")
+EPSILON = Option("epsilon", "regression margin: a scenario regresses only when its speedup's CI lies wholly "
+                 "below 1 - EPSILON (default 0.02)", default=0.02, type=float)
+STRICT = Option("strict", "also fail on ambiguous comparisons (CI straddling 1 - EPSILON)", default=False,
+                action="store_true")
+MIN_RATIO = Option("min-ratio", "every scenario's median speedup vs its best comparator must be >= R", type=float)
+MIN_GEOMEAN = Option("min-geomean", "geomean speedup vs COMPARATOR must be >= G", type=float)
+COMPARATOR = Option("comparator", "comparator for --min-geomean (default: seed)", default="seed")
+MIN_SOL = Option("min-sol", "every scenario must reach >= F percent of the speed of light (e.g. 50)", type=float)
+QUICK = Option("quick", "few samples, no L2 flush: for smoke tests, not for numbers", default=False,
+               action="store_true")
+
+CHECK_OPTIONS = (AGAINST, EPSILON, STRICT, MIN_RATIO, MIN_GEOMEAN, COMPARATOR, MIN_SOL)
+PLUGIN_OPTIONS = (KERNEL,) + RUN_OPTIONS + (QUICK, AGAINST, EPSILON, STRICT)
 
 
 def add_to_parser(parser, options, prefix: str = "--") -> None:
