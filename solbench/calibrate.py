@@ -1,0 +1,220 @@
+"""Measure this GPU's ceilings (matmul TFLOP/s, copy TB/s, launch latency) into a MeasuredProfile.
+
+Every number is the median of many CUDA-event timings taken after a time-based warm-up: the GPU
+idles at a low clock and needs a few hundred ms of load to reach its boost clock (FIELD.md).
+Importable without torch or a GPU; torch is imported inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import statistics
+import time
+from pathlib import Path
+
+from solbench.archspec import MeasuredProfile, known_arches, profile_path
+from solbench.errors import ConfigError, MissingDependencyError
+
+# Device-name fragment -> arch; first match wins (checked in this order).
+NAME_TO_ARCH = (("H200", "h200"), ("H100", "h100"), ("B200", "b200"), ("RTX 3080", "rtx3080"))
+MATMUL_N = 8192
+COPY_BYTES = 4 << 30
+WARMUP_MS = 500.0
+SAMPLES = 50
+LAUNCH_SAMPLES = 300
+
+
+def detect_arch(device_name: str) -> str | None:
+    """The arch name for a torch.cuda.get_device_name() string, or None if not one we know."""
+    upper = device_name.upper()
+    return next((arch for fragment, arch in NAME_TO_ARCH if fragment in upper), None)
+
+
+def resolve_arch(requested: str, device_name: str) -> str:
+    """The arch to file the profile under: 'auto' detects it; an explicit arch must not contradict the GPU."""
+    detected = detect_arch(device_name)
+    if requested in (None, "", "auto"):
+        if detected is None:
+            raise ConfigError(f"cannot tell the arch of GPU {device_name!r}; pass --arch ({', '.join(known_arches())})")
+        return detected
+    arch = requested.lower()
+    if arch not in known_arches():
+        raise ConfigError(f"unknown arch {requested!r}; known arches: {', '.join(known_arches())}")
+    if detected is not None and detected != arch:
+        raise ConfigError(f"--arch {arch} but the GPU present is {device_name!r} ({detected})")
+    return arch
+
+
+def _torch_cuda():
+    try:
+        import torch
+    except ModuleNotFoundError:
+        raise MissingDependencyError("calibrate needs torch with CUDA: pip install 'solbench[gpu]'") from None
+    if not torch.cuda.is_available():
+        raise ConfigError("calibrate needs a CUDA GPU; none is visible to torch")
+    return torch
+
+
+def time_ms(fn, samples: int = SAMPLES, warmup_ms: float = WARMUP_MS, sync_each: bool = False) -> list[float]:
+    """CUDA-event time of each of `samples` calls of fn, after calling it for warmup_ms of wall time.
+
+    sync_each: wait for the GPU before each call, so the queue is empty and the events also see
+    the launch latency (for the launch floor); otherwise calls queue back to back (for throughput).
+    """
+    import torch
+
+    deadline = time.perf_counter() + warmup_ms / 1e3
+    while True:
+        fn()
+        torch.cuda.synchronize()
+        if time.perf_counter() >= deadline:
+            break
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(samples)]
+    for start, end in events:
+        if sync_each:
+            torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in events]
+
+
+def matmul_tflops(dtype: str, n: int = MATMUL_N, samples: int = SAMPLES) -> float:
+    """Median TFLOP/s of an n x n x n matmul: 'bf16' / 'fp16' via torch.matmul (fp32 accumulate),
+    'fp8_e4m3' via torch._scaled_mm (e4m3 x e4m3 -> bf16, unit scales, fast accumulate: the
+    best rate the tensor cores show). Raises if unavailable."""
+    torch = _torch_cuda()
+    dev = "cuda"
+    if dtype == "fp8_e4m3":
+        if not (hasattr(torch, "_scaled_mm") and hasattr(torch, "float8_e4m3fn")):
+            raise RuntimeError("this torch has no torch._scaled_mm / float8_e4m3fn")
+        a = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm needs
+        one = torch.ones((), device=dev, dtype=torch.float32)
+
+        def fn():
+            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True)
+    else:
+        tdtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        a, b = (torch.randn(n, n, device=dev, dtype=tdtype) for _ in range(2))
+        out = torch.empty(n, n, device=dev, dtype=tdtype)
+
+        def fn():
+            torch.matmul(a, b, out=out)
+    ms = statistics.median(time_ms(fn, samples))
+    return 2 * n**3 / (ms * 1e9)
+
+
+def _buffer_bytes(requested: int) -> int:
+    """requested, or less so that two buffers fit in 80 % of the free memory (16-byte multiple)."""
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    return min(requested, int(free * 0.4)) // 16 * 16
+
+
+def bandwidth_tbps(nbytes: int = COPY_BYTES, samples: int = SAMPLES) -> tuple[float, float, int]:
+    """(copy TB/s counting read + write, read-only TB/s, buffer bytes) over buffers far larger than L2.
+
+    Copy: dst.copy_(src). Read: a sum over src, whose one-element result is negligible traffic.
+    Buffers hold random bits so no hardware compression of zeros can flatter the result.
+    """
+    torch = _torch_cuda()
+    nbytes = _buffer_bytes(nbytes)
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    words = src.view(torch.int32)
+    copy_ms = statistics.median(time_ms(lambda: dst.copy_(src), samples))
+    read_ms = statistics.median(time_ms(lambda: words.sum(), samples))
+    del src, dst, words
+    torch.cuda.empty_cache()
+    return 2 * nbytes / (copy_ms * 1e9), nbytes / (read_ms * 1e9), nbytes
+
+
+def launch_latency_us(samples: int = LAUNCH_SAMPLES) -> dict[str, float]:
+    """Launch floors, µs (median). torch has no empty kernel, so the kernel is x.add_(1) on one fp32.
+
+    'eager': events around one eager launch with an idle GPU queue (host launch path included).
+    'graph': events around one replay of a CUDA graph holding that one kernel, idle queue.
+    'back_to_back': device time per kernel when 100 are queued without gaps on the host side.
+    """
+    torch = _torch_cuda()
+    x = torch.zeros(1, device="cuda")
+    eager = statistics.median(time_ms(lambda: x.add_(1), samples, warmup_ms=100, sync_each=True))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up on a side stream before capture, as torch's docs ask
+        for _ in range(3):
+            x.add_(1)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        x.add_(1)
+    replay = statistics.median(time_ms(graph.replay, samples, warmup_ms=100, sync_each=True))
+
+    def hundred():
+        for _ in range(100):
+            x.add_(1)
+
+    batch = statistics.median(time_ms(hundred, max(10, samples // 10), warmup_ms=100))
+    return {"eager": eager * 1e3, "graph": replay * 1e3, "back_to_back": batch * 1e3 / 100}
+
+
+def calibrate(arch: str = "auto", matmul_n: int = MATMUL_N, copy_bytes: int = COPY_BYTES,
+              samples: int = SAMPLES, log=print) -> MeasuredProfile:
+    """Measure the present GPU (device 0) and return its MeasuredProfile; writes nothing."""
+    torch = _torch_cuda()
+    name = torch.cuda.get_device_name(0)
+    arch = resolve_arch(arch, name)
+    props = torch.cuda.get_device_properties(0)
+    details: dict[str, object] = {
+        "matmul": f"{matmul_n}x{matmul_n}x{matmul_n}, torch.matmul (bf16/fp16), torch._scaled_mm e4m3 -> bf16 fast-accum (fp8)",
+        "timer": f"CUDA events, median of {samples} after {WARMUP_MS:g} ms warm-up",
+        "launch_kernel": "x.add_(1) on a 1-element fp32 tensor (torch has no empty kernel)",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda or "",
+        "capability": f"sm_{props.major}{props.minor}",
+        "driver_sm_count": props.multi_processor_count,
+        "driver_l2_bytes": getattr(props, "L2_cache_size", 0),
+        "total_memory_bytes": props.total_memory,
+    }
+    log(f"calibrating {name} as {arch}")
+    rates = {}
+    for dtype in ("bf16", "fp16", "fp8_e4m3"):
+        try:
+            rates[dtype] = matmul_tflops(dtype, matmul_n, samples)
+            log(f"  {dtype} matmul: {rates[dtype]:.1f} TFLOP/s")
+        except (RuntimeError, TypeError) as exc:
+            if dtype != "fp8_e4m3":
+                raise
+            rates[dtype] = None
+            details["fp8_unavailable"] = str(exc).splitlines()[0][:200]
+            log(f"  fp8 matmul unavailable: {details['fp8_unavailable']}")
+    copy, read, nbytes = bandwidth_tbps(copy_bytes, samples)
+    details["copy_buffer_bytes"] = nbytes
+    log(f"  copy {copy:.3f} TB/s (read + write), read {read:.3f} TB/s, {nbytes / 2**30:.2f} GiB buffers")
+    launch = launch_latency_us()
+    details["back_to_back_launch_us"] = round(launch["back_to_back"], 3)
+    log(f"  launch: eager {launch['eager']:.2f} us, graph replay {launch['graph']:.2f} us, "
+        f"back to back {launch['back_to_back']:.2f} us")
+    return MeasuredProfile(
+        arch=arch, gpu=name,
+        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        bf16_tflops=round(rates["bf16"], 2), fp16_tflops=round(rates["fp16"], 2),
+        fp8_tflops=None if rates["fp8_e4m3"] is None else round(rates["fp8_e4m3"], 2),
+        copy_tbps=round(copy, 4), read_tbps=round(read, 4),
+        launch_us=round(launch["eager"], 3), graph_launch_us=round(launch["graph"], 3),
+        details=details,
+    )
+
+
+def write_profile(profile: MeasuredProfile, path: str | Path | None = None) -> Path:
+    """Write the profile as TOML to path (default roofline/measured/<arch>.toml); returns the path."""
+    path = Path(path) if path else profile_path(profile.arch)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(profile.to_toml())
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}; pass --out or set SOLBENCH_ROOFLINE_DIR") from None
+    return path
