@@ -43,8 +43,10 @@ RUN_OPTIONS = (SUITE, ARCH, DEVICE, BASELINES, SEED, TIMEOUT, MAX_SCENARIOS, FIL
 
 # Gates (`solbench check`, the pytest plugin); see solbench.check for what each clause means.
 KERNEL = Option("kernel", "candidate to evaluate: a kernel .cu or a Python module file")
+DEFAULT_EPSILON = 0.02
+"""Run-to-run drift (clocks, thermals, driver state) that one run's own samples cannot show; see solbench.check."""
 EPSILON = Option("epsilon", "regression margin: a scenario regresses only when its speedup's CI lies wholly "
-                 "below 1 - EPSILON (default 0.02)", default=0.02, type=float)
+                 f"below 1 - EPSILON (default {DEFAULT_EPSILON})", default=DEFAULT_EPSILON, type=float)
 STRICT = Option("strict", "also fail on ambiguous comparisons (CI straddling 1 - EPSILON)", default=False,
                 action="store_true")
 MIN_RATIO = Option("min-ratio", "every scenario's median speedup vs its best comparator must be >= R", type=float)
