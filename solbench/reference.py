@@ -21,6 +21,7 @@ query row x one query head x that row's visible keys.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,26 +54,47 @@ def reference(inp: Inputs, *, chunk_elems: int = DEFAULT_CHUNK_ELEMS):
     return out, lse
 
 
+@dataclass(frozen=True)
+class _Sequence:
+    """One sequence's tensors, heads split as [heads_kv, group] so a KV head meets its own queries."""
+
+    q: "torch.Tensor"  # [q_len, Hkv, G, dqk] fp32, descaled
+    k: "torch.Tensor"  # [kv_len, Hkv, dqk] fp32, descaled
+    v: "torch.Tensor"  # [kv_len, Hkv, dv] fp32, descaled
+    lo: np.ndarray  # first visible key per row (causal/window), non-decreasing
+    hi: np.ndarray  # one past the last visible key per row, non-decreasing
+    words: "torch.Tensor | None"  # custom mask [Hkv, G, q_len, row_words] int32
+    sinks: "torch.Tensor | None"  # [Hkv, G] fp32
+    out: "torch.Tensor"  # [q_len, Hkv, G, dv] view into the result
+    lse: "torch.Tensor"  # [q_len, Hkv, G] view into the result
+
+
 def _sequence(inp: Inputs, b: int, q_start: int, chunk_elems: int, out, lse) -> None:
     """Fill out/lse ([q_len, heads_q, ...] views) for sequence b, chunk by chunk."""
     sc = inp.scenario
-    q = inp.sequence_q(b)  # [q_len, Hq, dqk] fp32, descaled
-    k, v = inp.sequence_kv(b)  # [kv_len, Hkv, d] fp32, descaled
-    lo, hi = masks.row_intervals(sc, b)  # both non-decreasing in the row index
-    sinks = inp.sinks.float() if sc.sinks else None
-    q_len, heads = sc.q_lens[b], sc.heads_q
+    q_len, hkv, group = sc.q_lens[b], sc.heads_kv, sc.group_size
+    lo, hi = masks.row_intervals(sc, b)
+    k, v = inp.sequence_kv(b)
+    words = None
+    if inp.mask_bits is not None:
+        words = inp.mask_bits.view(hkv, group, sc.total_q, -1)[:, :, q_start:q_start + q_len]
+    seq = _Sequence(
+        q=inp.sequence_q(b).reshape(q_len, hkv, group, -1), k=k, v=v, lo=lo, hi=hi, words=words,
+        sinks=inp.sinks.float().view(hkv, group) if sc.sinks else None,
+        out=out.view(q_len, hkv, group, -1), lse=lse.view(q_len, hkv, group),
+    )
     r0 = 0
     while r0 < q_len:
         # Keys of rows r0..r0+n-1 span [lo[r0], hi[r0+n-1]); take the most rows that fit the budget.
         widths = np.maximum(hi[r0:] - lo[r0], 1)
-        cost = np.arange(1, q_len - r0 + 1, dtype=np.int64) * widths * heads
+        cost = np.arange(1, q_len - r0 + 1, dtype=np.int64) * widths * sc.heads_q
         n = max(1, int(np.searchsorted(cost, chunk_elems, side="right")))
         r1 = r0 + n
         k_lo, k_hi = int(lo[r0]), int(hi[r1 - 1])
-        if k_hi > k_lo:
+        if k_hi > k_lo:  # else every row of the chunk sees nothing: out stays 0, lse -inf
             heads_per_chunk = max(1, chunk_elems // (n * (k_hi - k_lo)))
-            for kv0, kv1, g0, g1 in _head_chunks(sc.heads_kv, sc.group_size, heads_per_chunk):
-                _block(inp, sc, q, k, v, sinks, lo, hi, b, q_start, (r0, r1), (k_lo, k_hi), (kv0, kv1, g0, g1), out, lse)
+            for heads in _head_chunks(hkv, group, heads_per_chunk):
+                _block(seq, sc.scale, sc.softcap, (r0, r1), (k_lo, k_hi), heads)
         r0 = r1
 
 
@@ -92,50 +114,44 @@ def _head_chunks(heads_kv: int, group: int, heads_per_chunk: int):
                 yield kv, kv + 1, g0, min(g0 + heads_per_chunk, group)
 
 
-def _block(inp, sc, q, k, v, sinks, lo, hi, b, q_start, rows, keys, heads, out, lse) -> None:
-    """One score block: rows [r0, r1) x keys [k_lo, k_hi) x the query heads of `heads`."""
+def _block(seq: _Sequence, scale: float, softcap: float, rows, keys, heads) -> None:
+    """One score block: rows [r0, r1) x keys [k_lo, k_hi) x query heads (kv, g), kv in [kv0, kv1), g in [g0, g1)."""
     import torch
 
     (r0, r1), (k_lo, k_hi), (kv0, kv1, g0, g1) = rows, keys, heads
     n, nk, ng, width = r1 - r0, kv1 - kv0, g1 - g0, k_hi - k_lo
-    dev = q.device
+    dev = seq.q.device
     # [nk, n * ng, dqk] @ [nk, dqk, width]: each KV head multiplies its own query heads.
-    q_blk = q[r0:r1].reshape(n, sc.heads_kv, sc.group_size, -1)[:, kv0:kv1, g0:g1]
-    q_blk = q_blk.permute(1, 0, 2, 3).reshape(nk, n * ng, -1)
-    k_blk = k[k_lo:k_hi, kv0:kv1].permute(1, 2, 0)
-    s = torch.bmm(q_blk, k_blk).view(nk, n, ng, width) * sc.scale
-    if sc.softcap:
-        s = torch.tanh(s / sc.softcap) * sc.softcap
+    q_blk = seq.q[r0:r1, kv0:kv1, g0:g1].permute(1, 0, 2, 3).reshape(nk, n * ng, -1)
+    k_blk = seq.k[k_lo:k_hi, kv0:kv1].permute(1, 2, 0)
+    s = torch.bmm(q_blk, k_blk).view(nk, n, ng, width) * scale
+    if softcap:
+        s = torch.tanh(s / softcap) * softcap
 
     key_idx = torch.arange(k_lo, k_hi, device=dev)
-    row_lo = torch.from_numpy(lo[r0:r1]).to(dev)
-    row_hi = torch.from_numpy(hi[r0:r1]).to(dev)
-    visible = (key_idx >= row_lo[:, None]) & (key_idx < row_hi[:, None])  # [n, width]
-    visible = visible.view(1, n, 1, width)
-    if inp.mask_bits is not None:
-        words = inp.mask_bits.view(sc.heads_kv, sc.group_size, sc.total_q, -1)
-        words = words[kv0:kv1, g0:g1, q_start + r0:q_start + r1]  # [nk, ng, n, row_words]
-        bits = _unpack(words, k_lo, k_hi).permute(0, 2, 1, 3)  # [nk, n, ng, width]
-        visible = visible & bits
+    row_lo = torch.from_numpy(seq.lo[r0:r1]).to(dev)
+    row_hi = torch.from_numpy(seq.hi[r0:r1]).to(dev)
+    visible = ((key_idx >= row_lo[:, None]) & (key_idx < row_hi[:, None])).view(1, n, 1, width)
+    if seq.words is not None:
+        bits = _unpack(seq.words[kv0:kv1, g0:g1, r0:r1], k_lo, k_hi)  # [nk, ng, n, width]
+        visible = visible & bits.permute(0, 2, 1, 3)
     s = s.masked_fill(~visible, float("-inf"))
 
     row_max = s.amax(dim=-1, keepdim=True)
     row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
     p = torch.exp(s - row_max)  # masked keys: exp(-inf) = 0
+    del s
     total = p.sum(dim=-1)  # [nk, n, ng]
     blk_lse = torch.where(total > 0, row_max.squeeze(-1) + torch.log(total), torch.full_like(total, float("-inf")))
     # [nk, n * ng, width] @ [nk, width, dv]
-    v_blk = v[k_lo:k_hi, kv0:kv1].permute(1, 0, 2)
+    v_blk = seq.v[k_lo:k_hi, kv0:kv1].permute(1, 0, 2)
     o = torch.bmm(p.view(nk, n * ng, width), v_blk).view(nk, n, ng, -1)
     o = o / torch.where(total > 0, total, torch.ones_like(total)).unsqueeze(-1)
-    if sinks is not None:
-        sink = sinks.view(sc.heads_kv, sc.group_size)[kv0:kv1, g0:g1].view(nk, 1, ng)
-        o = o * torch.sigmoid(blk_lse - sink).unsqueeze(-1)
+    if seq.sinks is not None:
+        o = o * torch.sigmoid(blk_lse - seq.sinks[kv0:kv1, g0:g1].view(nk, 1, ng)).unsqueeze(-1)
 
-    # Back to token-major [n, heads, ...]: query head = kv * group + g.
-    out_view = out[r0:r1].view(n, sc.heads_kv, sc.group_size, -1)
-    out_view[:, kv0:kv1, g0:g1] = o.permute(1, 0, 2, 3)
-    lse[r0:r1].view(n, sc.heads_kv, sc.group_size)[:, kv0:kv1, g0:g1] = blk_lse.permute(1, 0, 2)
+    seq.out[r0:r1, kv0:kv1, g0:g1] = o.permute(1, 0, 2, 3)
+    seq.lse[r0:r1, kv0:kv1, g0:g1] = blk_lse.permute(1, 0, 2)
 
 
 def _unpack(words, k_lo: int, k_hi: int):
