@@ -1,0 +1,79 @@
+"""Verdicts: each failure mode gets its own status, an honest rounding error passes."""
+
+import torch
+
+from solbench.inputs import fill_poison
+from solbench.model import ErrorStats, Status
+from solbench.verdict import TOLERANCES, judge
+
+
+def ref_pair(rows=64, heads=4, dim=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    out = torch.randn(rows, heads, dim, generator=g)
+    lse = torch.randn(rows, heads, generator=g) + 5
+    return out, lse
+
+
+def test_rounded_copy_passes():
+    ref, lse = ref_pair()
+    v = judge(ref.to(torch.bfloat16), lse.clone(), ref, lse, "bf16")
+    assert v.status is Status.PASSED and v.reason == ""
+    assert 0 < v.error.max_abs < 0.02 and v.error.unwritten == 0
+
+
+def test_unwritten_elements_detected():
+    ref, lse = ref_pair()
+    out = ref.to(torch.bfloat16)
+    fill_poison(out[3:5])
+    v = judge(out, lse.clone(), ref, lse, "bf16")
+    assert v.status is Status.UNWRITTEN and v.error.unwritten == 2 * 4 * 32
+
+
+def test_nan_fails_as_nonfinite():
+    ref, lse = ref_pair()
+    out = ref.to(torch.bfloat16)
+    out[0, 0, 0] = float("nan")
+    assert judge(out, lse.clone(), ref, lse, "bf16").status is Status.NONFINITE
+
+
+def test_all_zero_output_fails():
+    ref, lse = ref_pair()
+    v = judge(torch.zeros_like(ref, dtype=torch.bfloat16), lse.clone(), ref, lse, "bf16")
+    assert v.status is Status.MISMATCH and "all zeros" in v.reason
+
+
+def test_small_wrong_region_fails():
+    ref, lse = ref_pair()
+    out = ref.clone()
+    out[7, 2, :] += 0.5  # one row of one head: 0.05 % of elements, far outside tolerance
+    v = judge(out.to(torch.bfloat16), lse.clone(), ref, lse, "bf16")
+    assert v.status is Status.MISMATCH
+
+
+def test_seed_budget():
+    ref, lse = ref_pair()
+    noisy = ref + 0.0015 * torch.randn(ref.shape, generator=torch.Generator().manual_seed(1))
+    seed_error = ErrorStats(max_abs=1e-4, mean_abs=1e-5, frac_outside_tol=0, atol=0.01, rtol=0.02)
+    ok = judge(noisy, lse.clone(), ref, lse, "bf16")
+    assert ok.status is Status.PASSED
+    v = judge(noisy, lse.clone(), ref, lse, "bf16", seed_error=seed_error)
+    assert v.status is Status.MISMATCH and "seed" in v.reason
+
+
+def test_lse_checked_and_neg_inf_rows():
+    ref, lse = ref_pair()
+    lse[5] = float("-inf")
+    ref[5] = 0
+    good = lse.clone()
+    assert judge(ref.clone(), good, ref, lse, "bf16").status is Status.PASSED
+    wrong = lse.clone()
+    wrong[2, 1] += 0.5
+    assert judge(ref.clone(), wrong, ref, lse, "bf16").status is Status.MISMATCH
+    finite_instead = lse.clone()
+    finite_instead[5] = 0.0
+    assert judge(ref.clone(), finite_instead, ref, lse, "bf16").status is Status.NONFINITE
+    assert judge(ref.clone(), finite_instead, ref, lse, "bf16", writes_lse=False).status is Status.PASSED
+
+
+def test_fp8_tolerance_is_looser():
+    assert TOLERANCES["fp8_e4m3"].atol > TOLERANCES["bf16"].atol > TOLERANCES["fp16"].atol
