@@ -1,0 +1,97 @@
+"""Plots are drawn from plain dicts on CPU and produce real image files."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import pytest
+
+from solbench import plots
+from solbench.roofline import MeasuredProfile, bound, load_arch
+from solbench.scenario import Scenario
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def scenarios(n):
+    out = []
+    for i in range(n):
+        s = 256 * (1 + i % 16)
+        if i % 3 == 0:
+            out.append(Scenario(q_lens=(1,) * 4, kv_lens=(s,) * 4, heads_q=32, heads_kv=8, regime="decode", tag=f"t{i}"))
+        elif i % 3 == 1:
+            out.append(Scenario(q_lens=(s,), kv_lens=(s,), heads_q=16, heads_kv=16, tag=f"t{i}"))
+        else:
+            out.append(Scenario(q_lens=(s,), kv_lens=(s,), heads_q=16, heads_kv=4, dtype="fp8_e4m3",
+                                descale="per_tensor", tag=f"t{i}"))
+    return out
+
+
+def rows_for(n, impls=("candidate", "seed", "fa3")):
+    spec, rng, rows = load_arch("h200"), random.Random(1), []
+    for sc in scenarios(n):
+        b = bound(sc, spec)
+        for impl in impls:
+            frac = rng.uniform(0.05, 0.95)
+            rows.append({"scenario_id": sc.id, "impl": impl, "flops": b.flops, "bytes": b.bytes,
+                         "time_ms": b.bound_ms / frac, "sol_fraction": frac, "dtype": sc.dtype})
+    return rows
+
+
+def profile():
+    return MeasuredProfile(arch="h200", gpu="NVIDIA H200", date="2026-01-01", bf16_tflops=790.0,
+                           fp16_tflops=780.0, fp8_tflops=1300.0, copy_tbps=4.3, launch_us=5.0)
+
+
+def test_roofline_chart_png(tmp_path):
+    rows = rows_for(24)
+    rows.append({**rows[0], "impl": "broken", "time_ms": None, "sol_fraction": None})  # a failed pair: left out
+    path = plots.roofline_chart(rows, load_arch("h200"), profile(), tmp_path / "roof.png")
+    assert path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 20_000
+    without = plots.roofline_chart(rows, load_arch("h200"), None, tmp_path / "roof_datasheet.svg")
+    assert b"<svg" in without.read_bytes()[:400]
+
+
+def test_roofline_chart_with_no_points(tmp_path):
+    path = plots.roofline_chart([], load_arch("b200"), None, tmp_path / "empty.png")
+    assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_achieved_tflops():
+    assert plots.achieved_tflops({"flops": 2e12, "time_ms": 4.0}) == pytest.approx(500.0)
+
+
+def test_sol_bar_chart_grows_with_scenarios(tmp_path):
+    from PIL import Image
+
+    small = plots.sol_bar_chart(rows_for(10), tmp_path / "small.png")
+    big = plots.sol_bar_chart(rows_for(180), tmp_path / "big.png")
+    limited = plots.sol_bar_chart(rows_for(180), tmp_path / "limited.png", limit=25)
+    for p in (small, big, limited):
+        assert p.read_bytes()[:8] == PNG_MAGIC
+    h_small, h_big, h_limited = (Image.open(p).size[1] for p in (small, big, limited))
+    assert h_big > 8 * h_small and h_limited < h_big / 4
+
+
+def test_sol_percent_table_keeps_the_furthest_from_sol():
+    rows = [
+        {"scenario_id": "a", "impl": "x", "sol_fraction": 0.9}, {"scenario_id": "a", "impl": "y", "sol_fraction": 0.1},
+        {"scenario_id": "b", "impl": "x", "sol_fraction": 0.3}, {"scenario_id": "b", "impl": "y", "sol_fraction": 0.4},
+        {"scenario_id": "c", "impl": "x", "sol_fraction": 0.5}, {"scenario_id": "c", "impl": "y", "sol_fraction": None},
+    ]
+    scen, impls, value, total = plots.sol_percent_table(rows)
+    assert (scen, impls, total) == (["a", "b", "c"], ["x", "y"], 3)
+    assert value[("b", "y")] == pytest.approx(40.0) and ("c", "y") not in value
+    # best per scenario: a 90, b 40, c 50 -> the two lowest are b and c, kept in original order
+    assert plots.sol_percent_table(rows, limit=2)[0] == ["b", "c"]
+
+
+def test_sol_bar_chart_with_nothing(tmp_path):
+    assert plots.sol_bar_chart([], tmp_path / "none.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_import_is_lazy():
+    code = "import sys, solbench.plots; print('matplotlib' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
