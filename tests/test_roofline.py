@@ -293,3 +293,29 @@ def test_profile_toml_round_trip(tmp_path, monkeypatch):
     with pytest.raises(ConfigError):
         find_profile("h200")
     assert math.isclose(back.memory_tbps, 4.3)
+
+
+def test_non_editable_install_finds_the_specs(tmp_path):
+    """Build a wheel from a copy of the package and load every arch from the installed copy."""
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("setuptools")
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "solbench", src / "solbench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", src)
+    (src / "README.md").write_text("solbench\n")
+    run = dict(capture_output=True, text=True, timeout=300)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
+                            "-q", "-w", str(tmp_path / "dist")], **run)
+    if built.returncode:
+        pytest.skip(f"cannot build a wheel here: {built.stderr.strip()[-200:]}")
+    wheel = next((tmp_path / "dist").glob("solbench-*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(tmp_path / "site"),
+                    str(wheel)], check=True, **run)
+    code = ("import solbench.roofline as r; assert 'site' in r.__file__, r.__file__; "
+            "print(','.join(r.load_arch(a).name for a in r.known_arches()))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site")},
+                         check=True, **run)
+    assert out.stdout.strip() == "b200,h100,h200,rtx3080"
