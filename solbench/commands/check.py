@@ -1,0 +1,45 @@
+"""`solbench check RESULTS [--against BASE] [--min-ratio R] [--min-geomean G] [--min-sol F] [--json]`.
+
+A stop predicate for optimisation agents and CI. Exit 0 when every clause passes, 1 when any fails,
+2 when the check could not be made (unreadable or invalid file, mismatched suites, arch or GPU, or an
+asked-for clause nothing could be evaluated for). With --json, stdout is one JSON object in every case.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from solbench.options import CHECK_OPTIONS, add_to_parser
+
+HELP = "judge a results.json: every scenario correct, no confident regression vs BASE, optional targets"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("results", help="results.json, its run folder, or a pytest-benchmark file saved by the plugin")
+    add_to_parser(parser, CHECK_OPTIONS)
+    parser.add_argument("--json", action="store_true", help="print one machine-readable JSON object (for agents)")
+
+
+def run(args) -> int:
+    from solbench.check import Criteria, evaluate, render_lines
+    from solbench.errors import SolbenchError
+    from solbench.run_files import load_run
+
+    try:
+        criteria = Criteria(epsilon=args.epsilon, strict=args.strict, min_ratio=args.min_ratio,
+                            min_geomean=args.min_geomean, comparator=args.comparator, min_sol_pct=args.min_sol)
+        results = load_run(args.results)
+        base = load_run(args.against) if args.against else None
+        report = evaluate(results, base, criteria)
+    except SolbenchError as exc:
+        if not args.json:
+            raise
+        print(json.dumps({"result": "error", "passed": None, "exit_code": exc.exit_code, "error": str(exc)}))
+        return exc.exit_code
+    if args.json:
+        json.dump(report.to_dict(), sys.stdout, indent=1)
+        print()
+    else:
+        print("\n".join(render_lines(report)))
+    return report.exit_code
