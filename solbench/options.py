@@ -63,3 +63,13 @@ PLUGIN_OPTIONS = (KERNEL,) + RUN_OPTIONS + (QUICK, AGAINST, EPSILON, STRICT)
 def add_to_parser(parser, options, prefix: str = "--") -> None:
     for opt in options:
         parser.add_argument(prefix + opt.name, dest=opt.name.replace("-", "_"), **opt.kwargs())
+
+
+def seed_value(raw: str | None) -> str | None:
+    """--seed as RunConfig.seed: None (flag absent) = the shipped seed ('default'); 'none' = no seed."""
+    return None if raw == "none" else (raw or "default")
+
+
+def baselines_value(raw: str | None) -> tuple[str, ...] | None:
+    """--baselines as RunConfig.baselines: None (flag absent) = every available one; 'none' = ()."""
+    return None if raw is None else tuple(b for b in raw.split(",") if b and b != "none")
