@@ -1,0 +1,77 @@
+"""`solbench build KERNEL.cu --arch ARCH [--flag F]... [-I DIR]... [--allow-lib NAME]... [--json]`.
+
+Compiles (or fetches from the cache), prints the library path, ptxas's per-kernel resources and the
+forbidden-library verdict. Needs nvcc, not a GPU (except --arch auto). A forbidden library exits
+with BuildError's code after saying which library and which symbol.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+HELP = "compile a kernel .cu with nvcc (cached), show per-kernel registers/smem/spills and the library check"
+
+
+def add_arguments(parser) -> None:
+    from solbench.binary_check import FORBIDDEN_LIBRARIES
+    from solbench.options import ARCHES
+
+    parser.add_argument("kernel", metavar="KERNEL.cu", help="the candidate source (includes solbench_attention.h)")
+    parser.add_argument("--arch", required=True, choices=(*ARCHES, "auto"),
+                        help="target GPU: h100/h200 (sm_90a), b200 (sm_100a), rtx3080 (sm_86), auto (the GPU present)")
+    parser.add_argument("--flag", action="append", default=[], metavar="F",
+                        help="extra nvcc flag, repeatable (e.g. --flag=-DTILE=128 --flag=--use_fast_math)")
+    parser.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
+                        help="extra include directory, repeatable (the ABI header's is always added)")
+    parser.add_argument("--allow-lib", action="append", default=[], choices=FORBIDDEN_LIBRARIES, metavar="NAME",
+                        help=f"permit a forbidden library, repeatable: {', '.join(FORBIDDEN_LIBRARIES)}")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object: the build (path, flags, hashes, kernels) and the library report")
+
+
+def run(args) -> int:
+    from solbench.binary_check import check_binary, inspect_binary
+    from solbench.build import build
+
+    result = build(args.kernel, args.arch, extra_flags=tuple(args.flag), include_dirs=tuple(args.include))
+    if args.json:
+        report = inspect_binary(result.so_path, allow=tuple(args.allow_lib))
+        d = result.to_dict()
+        d.pop("log")
+        d["libraries"] = {"ok": report.ok, "verdict": report.verdict(), "needed": list(report.needed),
+                          "findings": [vars(f) for f in report.findings],
+                          "allowed_findings": [vars(f) for f in report.allowed_findings],
+                          "missing_tools": list(report.missing_tools)}
+        print(json.dumps(d, indent=1))
+        check_binary(result.so_path, allow=tuple(args.allow_lib), source=args.kernel)  # same verdict, as an exit code
+        return 0
+    how = "from cache" if result.cache_hit else "compiled"
+    print(f"{result.so_path}")
+    print(f"{result.sm} ({result.arch}), nvcc {result.nvcc_version}, {how}")
+    print(resource_table(result.kernels))
+    report = check_binary(result.so_path, allow=tuple(args.allow_lib), source=args.kernel)
+    print(f"libraries: {report.verdict()}")
+    return 0
+
+
+def resource_table(kernels) -> str:
+    from tabulate import tabulate
+
+    rows = [(short_name(k.name), k.registers, k.shared_bytes, k.spill_store_bytes, k.spill_load_bytes,
+             k.stack_frame_bytes) for k in kernels]
+    if not rows:
+        return "(ptxas reported no kernels)"
+    return tabulate(rows, headers=("kernel", "regs", "smem_B", "spill_st_B", "spill_ld_B", "stack_B"),
+                    tablefmt="simple")
+
+
+def short_name(name: str) -> str:
+    """A demangled name without its parameter list and anonymous-namespace prefixes."""
+    name = name.replace("(anonymous namespace)::", "")
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):  # cut the trailing '(...)' parameter list
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0 and name[i] == "(":
+            return name[:i]
+    return re.sub(r"\s+", " ", name)
