@@ -62,9 +62,9 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
         from solbench.stats import median
 
         b = bound_fn(sc)
-        bound = b.to_dict()
+        bound = b.to_dict() if b else None
         t_ms = median(measurements["candidate"].samples_ms)
-        if is_faster_than_light(t_ms, b):
+        if b and is_faster_than_light(t_ms, b):
             status = Status.FASTER_THAN_LIGHT
             reason = f"median {t_ms * 1e3:.2f} us is below the {b.arch} speed-of-light bound {b.bound_ms * 1e3:.2f} us"
     return Outcome(status=status, reason=reason, measurements=measurements, ratios=ratios, bound=bound, **base)

@@ -204,7 +204,11 @@ def _bound_fn(arch: str):
     if arch not in known_arches():
         return None
     spec, profile = load_arch(arch), find_profile(arch)
-    return lambda sc: bound(sc, spec, profile)
+
+    def bound_or_none(sc):
+        return bound(sc, spec, profile) if spec.supports(sc.dtype) else None
+
+    return bound_or_none
 
 
 def _sha256(path: str) -> str:
