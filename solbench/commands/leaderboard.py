@@ -1,0 +1,98 @@
+"""`solbench leaderboard add|show|export|remove`: external kernels side by side, ranked fairly.
+
+    solbench leaderboard add reports/<run>/results.json --name my-kernel --author me
+    solbench leaderboard add baselines/h200/hopper.json --impl fa3      # a baseline library as an entry
+    solbench leaderboard show --suite hopper --arch h200 [--json]
+    solbench leaderboard export --html site/
+    solbench leaderboard remove my-kernel
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HELP = "a leaderboard of kernels: add runs, show the fair ranking, export a static web page"
+
+
+def add_arguments(parser) -> None:
+    from solbench.leaderboard.store import DEFAULT_DB
+
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    def with_db(p):
+        p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"leaderboard file (default {DEFAULT_DB})")
+        return p
+
+    def with_baselines(p):
+        p.add_argument("--baselines-dir", type=Path,
+                       help="recorded baseline runs, one folder per arch (default: ./baselines or the repository's)")
+        return with_db(p)
+
+    def with_selection(p):
+        p.add_argument("--suite", help="only this suite")
+        p.add_argument("--arch", help="only this arch (h200, b200, ...)")
+        return with_baselines(p)
+
+    add = with_baselines(sub.add_parser("add", help="add a run's candidate (or --impl seed / a baseline) as an entry"))
+    add.add_argument("results", type=Path, help="a results.json, or a run folder holding one")
+    add.add_argument("--name", help="entry name (default: the candidate's file stem, or the --impl name)")
+    add.add_argument("--author", default="", help="who made it")
+    add.add_argument("--impl", default="candidate",
+                     help="which implementation of the run: candidate (default), seed, or a baseline name such as fa3")
+    show = with_selection(sub.add_parser("show", help="print the ranking (one board per suite, arch and GPU)"))
+    show.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    export = with_selection(sub.add_parser("export", help="write a static, self-contained web page"))
+    export.add_argument("--html", type=Path, required=True, metavar="DIR", help="folder for index.html and leaderboard.json")
+    remove = with_db(sub.add_parser("remove", help="remove entries by name"))
+    remove.add_argument("name", help="entry name")
+    remove.add_argument("--suite", help="only the entry of this suite")
+
+
+def run(args) -> int:
+    from solbench.leaderboard.store import Store
+
+    if args.action == "add":
+        with Store(args.db) as store:
+            entry = store.add_result(args.results, args.impl, args.name, args.author)
+            boards = _boards(store, entry.suite, entry.arch, args.baselines_dir)
+        standing = next(s for b in boards for s in b.standings if s.entry.name == entry.name
+                        and b.gpu_model == entry.gpu_model)
+        place = f"rank {standing.rank}" if standing.rank else f"not ranked: {standing.reason}"
+        print(f"added {entry.name} ({entry.impl}, suite {entry.suite}, {entry.gpu_model}) to {args.db}; {place}")
+        return 0
+    if args.action == "remove":
+        with Store(args.db, create=False) as store:
+            n = store.remove(args.name, args.suite)
+        print(f"removed {n} entr{'y' if n == 1 else 'ies'} named {args.name} from {args.db}")
+        return 0
+    with Store(args.db, create=False) as store:
+        boards = _boards(store, args.suite, args.arch, args.baselines_dir)
+    if args.action == "show":
+        from solbench.leaderboard.text import render
+
+        print(json.dumps([b.to_dict() for b in boards], indent=1) if args.json else render(boards))
+        return 0
+    from solbench.leaderboard.html import write_site
+
+    index = write_site(boards, args.html)
+    print(f"wrote {index}")
+    return 0
+
+
+def _boards(store, suite, arch, baselines_dir):
+    from solbench import __version__
+    from solbench.errors import ConfigError
+    from solbench.leaderboard.rank import build_boards
+    from solbench.leaderboard.store import default_baselines_dir, load_baseline_runs
+    from solbench.suites import load_suite
+
+    entries = store.entries(suite, arch)
+    hashes = {}
+    for name in {e.suite for e in entries}:
+        try:
+            hashes[name] = load_suite(name).hash
+        except ConfigError:
+            pass  # not a shipped suite: its entries are listed apart with that reason
+    runs = load_baseline_runs(baselines_dir or default_baselines_dir(), {e.arch for e in entries})
+    return build_boards(entries, runs, hashes, __version__)
