@@ -220,7 +220,7 @@ def _no_regression(results: RunResult, base: RunResult, criteria: Criteria) -> C
     return _clause("no_regression", items, summary, strict=criteria.strict)
 
 
-def _usable_comparators(o: Outcome) -> dict[str, float]:
+def comparator_medians(o: Outcome) -> dict[str, float]:
     """Median speedup vs each comparator that ran and was itself correct on this scenario."""
     out = {}
     for name, ratios in o.ratios.items():
@@ -235,7 +235,7 @@ def _min_ratio(results: RunResult, min_ratio: float) -> Clause:
     for o in results.outcomes:
         if _candidate_ms(o) is None:
             continue
-        medians = _usable_comparators(o)
+        medians = comparator_medians(o)
         if not medians:
             items.append(Item(o.scenario_id, Verdict.UNEVALUATED, "no correct comparator ran on this scenario"))
             continue
@@ -258,7 +258,7 @@ def _min_geomean(results: RunResult, criteria: Criteria) -> Clause:
     for o in results.outcomes:
         if _candidate_ms(o) is None:
             continue
-        if name in _usable_comparators(o):
+        if name in comparator_medians(o):
             samples.append(o.ratios[name])
         else:
             items.append(Item(o.scenario_id, Verdict.UNEVALUATED, f"{name} did not run correctly here; left out of the geomean"))
