@@ -272,3 +272,21 @@ def test_cli_bad_input_is_one_line_and_nonzero(workspace, capsys, argv, message)
 def test_cli_show_without_a_store_is_an_error(tmp_path, capsys):
     assert cli.main(["leaderboard", "show", "--db", str(tmp_path / "none.sqlite")]) == 2
     assert "no leaderboard here" in capsys.readouterr().err
+
+
+def test_help_and_docstring_examples_parse(capsys):
+    import shlex
+
+    import solbench.commands.leaderboard as command
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["leaderboard", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert all(f"    {action} " in out for action in ("add", "show", "export", "remove"))
+    parser = cli.build_parser()
+    examples = [line.split("#")[0].strip() for line in command.__doc__.splitlines() if line.strip().startswith("solbench ")]
+    assert len(examples) == 5
+    for line in examples:
+        args = parser.parse_args(shlex.split(line)[1:])
+        assert args.command == "leaderboard" and args.action in ("add", "show", "export", "remove")

@@ -22,7 +22,7 @@ from solbench.leaderboard.text import board_title, pct, rank_label, score_label
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1a1a1a;max-width:1400px}
 h1{margin:0 0 4px}.meta,.note{color:#555}section.board{margin:28px 0;border-top:2px solid #333;padding-top:8px}
-table{border-collapse:collapse;margin:8px 0}th,td{padding:3px 9px;border-bottom:1px solid #ddd;text-align:right}
+table{border-collapse:collapse;margin:8px 0}th,td{white-space:nowrap;padding:3px 9px;border-bottom:1px solid #ddd;text-align:right}
 th{background:#f2f2f2;cursor:pointer;user-select:none}td.l,th.l{text-align:left}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 tr.tied td:first-child{color:#b45f06}td.reason{text-align:left;max-width:700px;white-space:normal}
@@ -133,9 +133,12 @@ def _drilldown(b: int, i: int, s: Standing) -> str:
 
 
 def chart_points(board: Board) -> list[dict]:
-    """Timed, correct (scenario, entry) points in the shape solbench.plots.roofline_chart takes."""
+    """(scenario, entry) points in the shape solbench.plots.roofline_chart takes: only entries with a
+    score on this board (ranked, or partial), so a wrong or incomparable entry draws nothing."""
     points = []
     for s in board.standings:
+        if s.score is None or s.wrong:
+            continue
         for x in s.scenarios:
             if x.status == "passed" and x.time_ms and x.flops and x.bytes:
                 points.append({"scenario_id": x.scenario_id, "impl": s.entry.name, "flops": x.flops,
@@ -155,8 +158,9 @@ def _chart(b: int, board: Board) -> str:
                               Path(tmp) / "roofline.png", title=f"{board.suite} on {board.gpu_model}")
         data = base64.b64encode(path.read_bytes()).decode("ascii")
     return (f'<figure><img id="roofline-{b}" class="roofline" alt="roofline chart of {esc(board.suite)}" '
-            f'src="data:image/png;base64,{data}"><figcaption>Each marker is one entry on one scenario it got '
-            "right: achieved TFLOP/s against arithmetic intensity, under the datasheet (and measured) roofs."
+            f'src="data:image/png;base64,{data}"><figcaption>One marker per scored entry and scenario: achieved '
+            "TFLOP/s against arithmetic intensity, under the datasheet (and measured) roofs. Wrong and "
+            "incomparable entries are not drawn."
             "</figcaption></figure>")
 
 
