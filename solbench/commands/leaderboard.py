@@ -2,7 +2,7 @@
 
     solbench leaderboard add reports/<run>/results.json --name my-kernel --author me
     solbench leaderboard add baselines/h200/hopper.json --impl fa3      # a baseline library as an entry
-    solbench leaderboard show --suite hopper --arch h200 [--json]
+    solbench leaderboard show --suite hopper --arch h200 --json
     solbench leaderboard export --html site/
     solbench leaderboard remove my-kernel
 """
