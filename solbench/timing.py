@@ -19,10 +19,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from solbench.errors import ConfigError
 from solbench.policy import TimingPolicy
+
+if TYPE_CHECKING:
+    from solbench.cuda_ops import DeviceOps
 
 Call = Callable[[], object]
 
@@ -121,7 +124,7 @@ def cover_for(launch_ms: Sequence[float], cap_ms: float) -> float:
 class Timer:
     """Times zero-argument calls under one TimingPolicy on 'cuda' (or 'cuda:N') or 'cpu'."""
 
-    def __init__(self, policy: TimingPolicy, device: str = "cuda", *, ops=None):
+    def __init__(self, policy: TimingPolicy, device: str = "cuda", *, ops: DeviceOps | None = None):
         """`ops` replaces the CUDA operations (tests pass a simulated device); by default they are built
         from `device`. Measures the host floor once."""
         self.policy = policy
@@ -278,9 +281,12 @@ class Timer:
         except Exception as exc:  # capture refuses host syncs, unsafe allocations, ...
             msg = str(exc).strip().splitlines()
             return None, f"graph capture failed: {type(exc).__name__}: {msg[0] if msg else ''}"
+        learned = list(self._launches)  # a replay launches in microseconds: keep the eager launch history
         try:
             return _median([self._iterate(replay, False).device_ms for _ in range(_SPLIT_REPS)]), ""
         finally:
+            self._launches.clear()
+            self._launches.extend(learned)
             release()
 
     def _next(self, calls: Sequence[Call]) -> Call:
