@@ -7,9 +7,11 @@ wall time one measurement cost.
 
     python benchmarks/timer_noise.py [--repeats 30] [--samples 25] [--ops matmul_4k,copy_4mib] [--json out.json]
 
-Timers: `solbench` (cold L2, rotated inputs, median of --samples events), `solbench_warm` (the same
-without the flush), `naive` (one event pair around --samples back-to-back calls, mean, no flush), and
-`do_bench` (triton.testing.do_bench, median) when triton is installed.
+Timers: `solbench` (cold L2, rotated inputs, median of --samples events), `solbench_readflush` (the
+same, evicting L2 by reading the buffer, so no dirty flush lines are written back inside the timed
+kernel: compare medians on the copy ops), `solbench_warm` (no flush), `naive` (one event pair around
+--samples back-to-back calls, mean, no flush), and `do_bench` (triton.testing.do_bench, median) when
+triton is installed.
 """
 
 from __future__ import annotations
@@ -59,8 +61,13 @@ def make_ops(copies: int) -> dict:
     }
 
 
-def solbench_timer(cold: bool, samples: int):
-    timer = Timer(TimingPolicy(cold_l2=cold), "cuda")
+def solbench_timer(cold: bool, samples: int, flush: str = "write"):
+    from solbench.cuda_ops import CudaOps
+
+    policy = TimingPolicy(cold_l2=cold)
+    notes: list[str] = []
+    timer = Timer(policy, "cuda", ops=CudaOps("cuda", cold_l2=cold, notes=notes, flush=flush))
+    timer.notes.extend(notes)
 
     def measure(calls):
         timer.warm_up(calls)
@@ -112,6 +119,7 @@ def main(argv=None) -> int:
     policy = TimingPolicy()
     timers = {}
     timers["solbench"], cold_timer = solbench_timer(True, args.samples)
+    timers["solbench_readflush"], _ = solbench_timer(True, args.samples, flush="read")
     timers["solbench_warm"], _ = solbench_timer(False, args.samples)
     timers["naive"] = naive_timer(args.samples)
     if (db := do_bench_timer()) is not None:

@@ -34,7 +34,11 @@ _FALLBACK_FLUSH_BYTES = 256 << 20
 class CudaOps:
     """Operations on one CUDA device; `notes` receives one line per thing done or impossible."""
 
-    def __init__(self, device: str, cold_l2: bool, notes: list[str]):
+    def __init__(self, device: str, cold_l2: bool, notes: list[str], flush: str = "write"):
+        """flush='write' overwrites the buffer (the recorded method); 'read' sums it instead, which evicts
+        the same lines but leaves them clean, so no write-back of flush data lands in the timed kernel."""
+        if flush not in ("write", "read"):
+            raise ConfigError(f"CudaOps: flush must be 'write' or 'read', got {flush!r}")
         import torch
 
         if not torch.cuda.is_available():
@@ -48,12 +52,14 @@ class CudaOps:
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0)
         self._buf = None
         self._fill = 0
+        self._read = flush == "read"
         with torch.cuda.device(self.index):
             if cold_l2:
                 nbytes = 2 * self.l2_bytes if self.l2_bytes else _FALLBACK_FLUSH_BYTES
-                self._buf = torch.empty(nbytes // 4, dtype=torch.int32, device=f"cuda:{self.index}")
-                notes.append(f"L2 flush: {nbytes} bytes written before every timed iteration "
-                             f"(device reports L2 = {self.l2_bytes} bytes)")
+                self._buf = torch.zeros(nbytes // 4, dtype=torch.int32, device=f"cuda:{self.index}")
+                self._sink = torch.zeros((), dtype=torch.int64, device=f"cuda:{self.index}")
+                notes.append(f"L2 flush: {nbytes} bytes {'read' if self._read else 'written'} before every "
+                             f"timed iteration (device reports L2 = {self.l2_bytes} bytes)")
             else:
                 notes.append("L2 flush: off (policy.cold_l2 is False)")
             self._rt, self._persisting_ok = self._reset_persisting_l2()
@@ -71,8 +77,13 @@ class CudaOps:
         return float(a.elapsed_time(b))
 
     def flush(self) -> None:
-        """Write every byte of a buffer of 2x L2 (the value alternates, so every line really changes)."""
-        if self._buf is not None:
+        """Write every byte of a buffer of 2x L2 (the value alternates, so every line really changes), or
+        read it all in the 'read' mode."""
+        if self._buf is None:
+            return
+        if self._read:
+            self.torch.sum(self._buf, 0, dtype=self.torch.int64, out=self._sink)
+        else:
             self._fill ^= 1
             self._buf.fill_(self._fill + 1)
 
@@ -133,7 +144,7 @@ class CudaOps:
         return graph.replay, graph.reset
 
     def describe(self) -> dict:
-        return {"gpu": self.gpu_name, "l2_bytes": self.l2_bytes,
+        return {"gpu": self.gpu_name, "l2_bytes": self.l2_bytes, "flush": "read" if self._read else "write",
                 "flush_bytes": 0 if self._buf is None else self._buf.numel() * 4,
                 "cover": "torch.cuda._sleep" if self._cycles_per_ms else "off",
                 "persisting_l2_control": self._rt.source if self._persisting_ok else None}

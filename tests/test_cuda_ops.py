@@ -66,12 +66,15 @@ def fake_torch(capture_error=None):
     stream = types.SimpleNamespace(synchronize=lambda: None, wait_stream=lambda other: None)
     buffers = []
 
-    def empty(n, dtype, device):
-        buf = types.SimpleNamespace(n=n, dtype=dtype, device=device, fills=[])
+    def zeros(n, dtype, device):
+        buf = types.SimpleNamespace(n=n, dtype=dtype, device=device, fills=[], reads=0)
         buf.numel = lambda: buf.n
         buf.fill_ = buf.fills.append
         buffers.append(buf)
         return buf
+
+    def total(buf, dim, dtype, out):
+        buf.reads += 1
 
     cuda = types.SimpleNamespace(
         is_available=lambda: True, current_device=lambda: 0,
@@ -81,7 +84,8 @@ def fake_torch(capture_error=None):
         Stream=lambda i=None: stream, stream=lambda s: contextlib.nullcontext(),
         CUDAGraph=lambda: types.SimpleNamespace(replay=lambda: None, reset=lambda: None), graph=graph,
     )
-    return types.SimpleNamespace(cuda=cuda, device=torch.device, empty=empty, int32=torch.int32, buffers=buffers)
+    return types.SimpleNamespace(cuda=cuda, device=torch.device, zeros=zeros, sum=total, int32=torch.int32,
+                                 int64=torch.int64, buffers=buffers)
 
 
 @pytest.fixture
@@ -101,13 +105,23 @@ def test_flush_buffer_is_twice_l2_and_each_flush_writes_it(fake):
     ft = fake(FakeRuntime())
     notes = []
     ops = CudaOps("cuda", cold_l2=True, notes=notes)
-    (buf,) = ft.buffers
+    buf = ft.buffers[0]
     assert buf.n * 4 >= 2 * L2 and buf.device == "cuda:0"
     ops.flush()
     ops.flush()
     assert len(buf.fills) == 2 and buf.fills[0] != buf.fills[1]
     assert any("L2 flush" in n for n in notes)
     assert ops.describe()["flush_bytes"] >= 2 * L2
+
+
+def test_read_flush_reads_instead_of_writing(fake):
+    ft = fake(FakeRuntime())
+    notes = []
+    ops = CudaOps("cuda", cold_l2=True, notes=notes, flush="read")
+    ops.flush()
+    buf = ft.buffers[0]
+    assert buf.reads == 1 and buf.fills == [] and ops.describe()["flush"] == "read"
+    assert any("read before every" in n for n in notes)
 
 
 def test_no_flush_buffer_when_cold_l2_is_off(fake):
