@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 import synthetic_runs as syn
+# Imported here, before pytester snapshots sys.modules: a C extension (numpy.fft under scipy) first
+# imported inside an in-process run would be dropped afterwards and could not be imported again.
+import solbench.check  # noqa: F401
 from solbench import cli, runner
 from solbench.pytest_xdist_guard import shared_devices_problem, worker_devices
 from solbench.suites import load_suite
