@@ -1,32 +1,58 @@
 """Baseline adapters (FA3, FA4, cuDNN, FlashInfer, torch SDPA, FlexAttention): an explicit registry.
 
 `resolve_baselines(None)` = every available one; an explicitly requested baseline that is missing is an
-error naming the package to install, never a silent fallback.
+error naming the extra to install, never a silent fallback. Nothing here imports a library: adapter
+modules import theirs inside `bind`.
 """
 
 from __future__ import annotations
 
-from solbench.errors import ConfigError
+import importlib
 
-REGISTRY: dict[str, str] = {}
-"""name -> module path of the adapter (filled as adapters land)."""
+from solbench.errors import ConfigError, MissingDependencyError
+
+REGISTRY: dict[str, str] = {
+    "fa3": "solbench.baselines.fa3:Adapter",
+    "fa4": "solbench.baselines.fa4:Adapter",
+    "cudnn": "solbench.baselines.cudnn:Adapter",
+    "torch-cudnn": "solbench.baselines.torch_cudnn:Adapter",
+    "flashinfer-fa2": "solbench.baselines.flashinfer:FA2Adapter",
+    "flashinfer-fa3": "solbench.baselines.flashinfer:FA3Adapter",
+    "sdpa-flash": "solbench.baselines.torch_sdpa:FlashAdapter",
+    "sdpa-efficient": "solbench.baselines.torch_sdpa:EfficientAdapter",
+    "flex": "solbench.baselines.flex:Adapter",
+}
+"""name -> 'module:class' of the adapter, in report order."""
+
+
+def known() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def get_adapter_class(name: str):
+    if name not in REGISTRY:
+        raise ConfigError(f"unknown baseline {name!r}; known: {', '.join(REGISTRY)}")
+    module, cls = REGISTRY[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def get_adapter(name: str, device: str):
+    """An adapter instance for a worker; a missing library is a MissingDependencyError."""
+    cls = get_adapter_class(name)
+    if not cls.is_available():
+        raise MissingDependencyError(f"baseline {name!r}: {cls.unavailable_reason()}")
+    return cls(device=device)
 
 
 def resolve_baselines(requested: tuple[str, ...] | None) -> tuple[str, ...]:
+    """None -> every available baseline; explicit names must be known and installed."""
     if requested is None:
         return tuple(name for name in REGISTRY if get_adapter_class(name).is_available())
     unknown = [n for n in requested if n not in REGISTRY]
     if unknown:
-        known = ", ".join(REGISTRY) or "none yet"
-        raise ConfigError(f"unknown baseline(s) {unknown}; known: {known}")
-    return tuple(requested)
-
-
-def get_adapter_class(name: str):
-    import importlib
-
-    return importlib.import_module(REGISTRY[name]).Adapter
-
-
-def get_adapter(name: str, device: str):
-    return get_adapter_class(name)(device=device)
+        raise ConfigError(f"unknown baseline(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+    missing = [n for n in requested if not get_adapter_class(n).is_available()]
+    if missing:
+        lines = "; ".join(f"{n}: {get_adapter_class(n).unavailable_reason()}" for n in missing)
+        raise MissingDependencyError(f"requested baseline(s) not available: {lines}")
+    return tuple(dict.fromkeys(requested))

@@ -1,0 +1,153 @@
+"""FlashInfer with its backend named: `flashinfer-fa2` and `flashinfer-fa3` (SM90).
+
+Which wrapper (all planned in bind; `plan` copies indptrs to the host, synchronises and JIT-compiles):
+- contiguous KV: BatchPrefillWithRaggedKVCacheWrapper (qo_indptr = cu_seqlens_q, kv_indptr = cu_seqlens_kv);
+- paged KV: BatchPrefillWithPagedKVCacheWrapper (kv_indptr / kv_indices / last_page_len from the page
+  table); decode batches on fa2 use BatchDecodeWithPagedKVCacheWrapper (tensor cores when Hq/Hkv > 4),
+  as vLLM does;
+- sinks: BatchAttentionWithAttentionSinkWrapper (paged only; `run(sinks=)` is not read by fa2/fa3);
+- custom bitmask (fa2 only): solbench.baselines.flashinfer_mask (FlashInfer's mask is per sequence,
+  solbench's per head, so each (sequence, head) becomes one batch entry).
+Conventions: causal is bottom-right; window_left is FA's left (a model's window w -> w - 1).
+Per call: `run(..., out=inputs.out, lse=inputs.lse)` then `inputs.lse *= ln 2`: FlashInfer's LSE is
+base 2 ([tokens, heads], solbench's layout). With sinks its LSE includes the sink: writes_lse False.
+"""
+
+from __future__ import annotations
+
+from solbench.baselines.base import (
+    LN2,
+    YES,
+    AdapterBase,
+    Support,
+    has_empty_rows,
+    no,
+    sm_of,
+)
+from solbench.baselines.layout import flashinfer_pages
+from solbench.scenario import Scenario
+
+WORKSPACE_BYTES = 256 << 20
+
+
+def fi_window_left(sc: Scenario) -> int:
+    """solbench window_left -> FlashInfer window_left (inclusive keys left of the diagonal; -1 = none)."""
+    return sc.window_left
+
+
+def is_decode(sc: Scenario) -> bool:
+    return sc.regime in ("decode", "split_kv_decode") and max(sc.q_lens) == 1
+
+
+class FlashInferAdapter(AdapterBase):
+    package = "flashinfer"
+    distributions = ("flashinfer-python",)
+    modules = ("flashinfer",)
+    backend = ""
+
+    def __init__(self, device: str = "cuda"):
+        super().__init__(device)
+        self._workspace = None
+
+    @classmethod
+    def _supports(cls, sc: Scenario, arch: str) -> Support:
+        sm = sm_of(arch)
+        if cls.backend == "fa3" and sm != 90:
+            return no(f"FlashInfer's fa3 backend is SM90-only (sm_{sm})")
+        if sm < 80:
+            return no(f"needs SM80+ (sm_{sm})")
+        if sc.dtype == "fp8_e4m3":
+            return no("fp8 with solbench's descales not wired (FlashInfer folds per-tensor scales into sm_scale)")
+        if sc.causal and any(q > kv for q, kv in zip(sc.q_lens, sc.kv_lens)):
+            return no("causal needs kv_len >= q_len per sequence")
+        if has_empty_rows(sc):
+            return no("rows with no visible key")
+        if not sc.causal and sc.window_right >= 0:
+            return no("no right window (window_left only)")
+        d, dv = sc.head_dim_qk, sc.head_dim_v
+        if cls.backend == "fa3" and not ((d == dv and d in (64, 128, 256)) or (d, dv) == (192, 128)):
+            return no(f"fa3 backend head dims are 64/128/256 or 192/128 ({d}/{dv})")
+        if cls.backend == "fa2" and not (d == dv and d in (64, 96, 128, 256)):
+            return no(f"fa2 backend head dims used here are 64/96/128/256 ({d}/{dv})")
+        if sc.sinks:
+            if sc.kv_layout != "paged":
+                return no("sink wrapper takes paged KV only")
+            if sc.softcap or sc.mask is not None:
+                return no("sink variant has no softcap or custom mask")
+        if sc.mask is not None and cls.backend != "fa2":
+            return no("custom masks are fa2-only")
+        return YES
+
+    def _ws(self):
+        import torch
+
+        if self._workspace is None:
+            self._workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=self.device)
+        return self._workspace
+
+    def bind(self, inputs):
+        import flashinfer
+
+        sc = inputs.scenario
+        if sc.mask is not None:
+            from solbench.baselines.flashinfer_mask import bind_per_head_mask
+
+            self.writes_lse = True
+            return bind_per_head_mask(self._ws(), self.backend, inputs)
+        self.writes_lse = not sc.sinks
+        common = dict(causal=sc.causal, sm_scale=sc.scale, window_left=fi_window_left(sc),
+                      logits_soft_cap=float(sc.softcap) or None, q_data_type=inputs.q.dtype,
+                      kv_data_type=inputs.k.dtype)
+        run_kw = dict(out=inputs.out)
+        if self.writes_lse:
+            run_kw.update(lse=inputs.lse, return_lse=True)
+        if sc.kv_layout == "contiguous":
+            w = flashinfer.BatchPrefillWithRaggedKVCacheWrapper(self._ws(), "NHD", backend=self.backend)
+            w.plan(inputs.cu_seqlens_q, inputs.cu_seqlens_kv, sc.heads_q, sc.heads_kv, sc.head_dim_qk,
+                   head_dim_vo=sc.head_dim_v, **common)
+            args = (inputs.q, inputs.k, inputs.v)
+        else:
+            indptr, indices, last = flashinfer_pages(inputs)
+            kv = (inputs.k, inputs.v)
+            if sc.sinks:
+                w = flashinfer.BatchAttentionWithAttentionSinkWrapper(
+                    self._ws(), "NHD", backend=self.backend, q_data_type=inputs.q.dtype,
+                    kv_data_type=inputs.k.dtype, head_dim_qk=sc.head_dim_qk, head_dim_vo=sc.head_dim_v,
+                    window_left=fi_window_left(sc))
+                w.plan(inputs.cu_seqlens_q, indptr, indices, last, sc.heads_q, sc.heads_kv, sc.head_dim_qk,
+                       sc.page_size, head_dim_vo=sc.head_dim_v, **common)
+                args = (inputs.q, kv, inputs.sinks, sc.scale)
+            elif self.backend == "fa2" and is_decode(sc):
+                w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(self._ws(), "NHD",
+                                                                  use_tensor_cores=sc.group_size > 4)
+                w.plan(indptr, indices, last, sc.heads_q, sc.heads_kv, sc.head_dim_qk, sc.page_size,
+                       window_left=fi_window_left(sc), logits_soft_cap=float(sc.softcap) or None,
+                       q_data_type=inputs.q.dtype, kv_data_type=inputs.k.dtype, sm_scale=sc.scale)
+                args = (inputs.q, kv)
+            else:
+                w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(self._ws(), "NHD", backend=self.backend)
+                w.plan(inputs.cu_seqlens_q, indptr, indices, last, sc.heads_q, sc.heads_kv, sc.head_dim_qk,
+                       sc.page_size, head_dim_vo=sc.head_dim_v, **common)
+                args = (inputs.q, kv)
+        lse = inputs.lse
+        writes_lse = self.writes_lse
+
+        def call():
+            w.run(*args, **run_kw)
+            if writes_lse:
+                lse.mul_(LN2)  # FlashInfer's LSE is log2
+
+        self._keep = w
+        return call
+
+
+class FA2Adapter(FlashInferAdapter):
+    name = "flashinfer-fa2"
+    backend = "fa2"
+    label = "FlashInfer ragged/paged prefill and decode wrappers, backend fa2"
+
+
+class FA3Adapter(FlashInferAdapter):
+    name = "flashinfer-fa3"
+    backend = "fa3"
+    label = "FlashInfer ragged/paged prefill wrappers, backend fa3 (SM90)"

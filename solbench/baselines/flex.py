@@ -1,0 +1,158 @@
+"""`flex`: torch FlexAttention, compiled, over the whole ragged batch in one call.
+
+All sequences are packed as batch 1 (q [1, Hq, total_q, D], K/V [1, Hkv, kv_tokens, D] views; paged
+KV is the page pool flattened to tokens) and one `mask_mod` says which (query, key) pairs meet: same
+sequence (paged: the key's page belongs to it and the slot is below its kv_len), bottom-right causal,
+window, custom bit. The BlockMask is built in bind (`create_block_mask(_compile=True)`), so fully
+masked tiles are skipped. Softcap is a `score_mod`. Sinks: flex's LSE (natural log, excluding the
+sink) gives the exact rewrite out * sigmoid(lse - sink). GQA: enable_gqa.
+
+The compiled function also writes inputs.out and inputs.lse (flex has no out=): that epilogue (sink
+factor, layout change) is fused by inductor and is part of the timed call. Each new shape compiles
+(seconds) in bind; the dynamo recompile limit is raised so a long suite does not fall back to eager.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from solbench.baselines.base import YES, AdapterBase, Support, no, sm_of
+from solbench.scenario import Scenario
+
+PAD = 256  # index tensors are padded so a mask_mod evaluated on a partial tail block stays in bounds
+_COMPILED = {}
+
+
+def mask_tensors(inputs) -> SimpleNamespace:
+    """What the mask_mod reads, on the inputs' device (padded by PAD): per query token its sequence
+    and diagonal position; per KV token its owner sequence (-1: unused page slot), logical key index
+    and the owner's kv_len; the custom bits [Hq, total_q + PAD, row_words] if any."""
+    import torch
+
+    from solbench.baselines.layout import physical_kv_owner
+
+    sc = inputs.scenario
+    dev = inputs.device
+    q_lens = torch.tensor(sc.q_lens, dtype=torch.int64, device=dev)
+    kv_lens = torch.tensor(sc.kv_lens, dtype=torch.int64, device=dev)
+    doc = torch.repeat_interleave(torch.arange(sc.batch, device=dev), q_lens)
+    starts = inputs.cu_seqlens_q.long()[:-1]
+    qpos = torch.arange(sc.total_q, device=dev) - starts[doc] + (kv_lens - q_lens)[doc]
+    owner, logical = physical_kv_owner(inputs)
+    limit = torch.where(owner >= 0, kv_lens[owner.clamp(min=0)], torch.zeros_like(owner))
+
+    def pad(t, value):
+        return torch.cat([t, torch.full((PAD,), value, dtype=t.dtype, device=dev)])
+
+    bits = None
+    if inputs.mask_bits is not None:
+        bits = torch.nn.functional.pad(inputs.mask_bits, (0, 0, 0, PAD))
+    return SimpleNamespace(doc=pad(doc, -2), qpos=pad(qpos, 0), owner=pad(owner, -1), logical=pad(logical, 0),
+                           limit=pad(limit, 0), bits=bits, row_words=inputs.mask_bits.shape[-1] if bits is not None else 0)
+
+
+def make_mask_mod(sc: Scenario, t: SimpleNamespace):
+    """mask_mod(b, h, q_idx, kv_idx) -> bool for the packed layout; pure torch, also evaluable on CPU."""
+    causal, left, right = sc.causal, sc.window_left, sc.window_right
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        j = t.logical[kv_idx]
+        d = t.qpos[q_idx]
+        ok = (t.owner[kv_idx] == t.doc[q_idx]) & (j < t.limit[kv_idx])
+        if causal:
+            ok = ok & (j <= d)
+        elif right >= 0:
+            ok = ok & (j <= d + right)
+        if left >= 0:
+            ok = ok & (j >= d - left)
+        if t.bits is not None:
+            word = t.bits[h, q_idx, (j >> 5).clamp(max=t.row_words - 1)]
+            ok = ok & (((word >> (j & 31)) & 1) == 1)
+        return ok
+
+    return mask_mod
+
+
+def make_score_mod(sc: Scenario):
+    if not sc.softcap:
+        return None
+    import torch
+
+    cap = float(sc.softcap)
+
+    def softcap(score, b, h, q_idx, kv_idx):
+        return cap * torch.tanh(score / cap)
+
+    return softcap
+
+
+def _forward(q, k, v, block_mask, score_mod, scale, enable_gqa, sinks, out, lse_out):
+    import torch
+    from torch.nn.attention import flex_attention as fa
+
+    if hasattr(fa, "AuxRequest"):
+        o, aux = fa.flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale,
+                                   enable_gqa=enable_gqa, return_aux=fa.AuxRequest(lse=True))
+        lse = aux.lse
+    else:
+        o, lse = fa.flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale,
+                                   enable_gqa=enable_gqa, return_lse=True)
+    o, lse = o[0], lse[0]  # [Hq, T, Dv], [Hq, T]
+    if sinks is not None:
+        o = o.float() * torch.sigmoid(lse - sinks[:, None])[..., None]
+    out.copy_(o.transpose(0, 1))
+    lse_out.copy_(lse.transpose(0, 1))
+
+
+class Adapter(AdapterBase):
+    name = "flex"
+    package = "torch"
+    distributions = ("torch",)
+    modules = ("torch",)
+    label = "torch FlexAttention, torch.compile'd, packed batch + BlockMask"
+
+    def __init__(self, device: str = "cuda"):
+        super().__init__(device)
+        import torch._dynamo
+
+        config = torch._dynamo.config
+        for key in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
+            if hasattr(config, key):
+                setattr(config, key, max(getattr(config, key), 4096))
+
+    @classmethod
+    def _supports(cls, sc: Scenario, arch: str) -> Support:
+        if sm_of(arch) < 80:
+            return no(f"needs SM80+ (sm_{sm_of(arch)})")
+        if sc.dtype == "fp8_e4m3":
+            return no("no fp8 in FlexAttention")
+        if sc.head_dim_qk > 256 or sc.head_dim_v > 256:
+            return no("head dim > 256")
+        if sc.total_kv == 0:
+            return no("no keys at all")
+        return YES
+
+    def bind(self, inputs):
+        import torch
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention  # noqa: F401
+
+        sc = inputs.scenario
+        self.writes_lse = True
+        if "fn" not in _COMPILED:
+            _COMPILED["fn"] = torch.compile(_forward, fullgraph=True, dynamic=False)
+        fn = _COMPILED["fn"]
+        q = inputs.q.transpose(0, 1).unsqueeze(0)
+        k = inputs.k.reshape(-1, sc.heads_kv, sc.head_dim_qk).transpose(0, 1).unsqueeze(0)
+        v = inputs.v.reshape(-1, sc.heads_kv, sc.head_dim_v).transpose(0, 1).unsqueeze(0)
+        tensors = mask_tensors(inputs)
+        block_mask = create_block_mask(make_mask_mod(sc, tensors), 1, sc.heads_q if sc.mask is not None else None,
+                                       sc.total_q, k.shape[2], device=inputs.device, _compile=True)
+        args = (q, k, v, block_mask, make_score_mod(sc), sc.scale, sc.heads_q != sc.heads_kv, inputs.sinks,
+                inputs.out, inputs.lse)
+        self._keep = tensors
+
+        def call():
+            fn(*args)
+
+        call()  # compile for this shape now, not in the check or a timed call
+        return call
