@@ -136,7 +136,8 @@ class _WorkerState:
         from solbench.impls import load_impl
         from solbench.timing import Timer
 
-        torch.backends.cuda.matmul.allow_tf32 = False
+        if device == "cpu":
+            torch.set_num_threads(1)  # workers take turns; threads fighting over cores only add noise
         self.device = device
         self.impl = load_impl(spec, device)
         self.timer = Timer(policy, device)

@@ -1,0 +1,81 @@
+"""The whole pipeline on a CPU with Python candidates: verdicts, isolation, files on disk, resume."""
+
+import json
+
+import pytest
+
+from solbench.cli import main
+from solbench.model import Status
+from solbench.policy import QUICK
+from solbench.runner import RunConfig, load_result, run
+
+GOOD = "reference_kernels/torch_attention.py"
+WRONG = "reference_kernels/torch_attention_wrong_window.py"
+CRASHY = "tests/data/candidates/crashy.py"
+
+
+@pytest.fixture(autouse=True)
+def repo_cwd(monkeypatch, request):
+    monkeypatch.chdir(request.config.rootpath)
+
+
+def test_correct_candidate_passes_and_writes_reports(tmp_path, capsys):
+    assert main(["run", GOOD, "--suite", "smoke", "--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "10/10 scenarios; passed 10" in out and "score vs seed: geomean speedup" in out
+    result = load_result(tmp_path / "results.json")
+    assert result.complete and len(result.outcomes) == 10
+    assert all(o.measurements["candidate"].samples_ms and o.ratios["seed"] for o in result.outcomes)
+    assert (tmp_path / "summary.md").read_text().startswith("# solbench run")
+    assert (tmp_path / "results.csv").read_text().count("\n") == 11
+    assert result.environment and result.policy["method"] == "host_clock"
+
+
+def test_wrong_candidate_fails_naming_scenarios(tmp_path, capsys):
+    assert main(["run", WRONG, "--suite", "smoke", "--device", "cpu", "--quick", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    failed = [l for l in out.splitlines() if l.startswith("FAILED ")]
+    assert len(failed) == 2 and all("-wl" in l and "mismatch" in l for l in failed)
+    assert "score vs seed: 0" in out
+
+
+def test_report_rerenders_without_running(tmp_path, capsys):
+    run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=2))
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "results.json"), "--format", "markdown"]) == 0
+    assert "## Per scenario" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("mode, status", [("segfault", Status.RUNTIME_ERROR), ("raise", Status.RUNTIME_ERROR),
+                                          ("nothing", Status.UNWRITTEN), ("hang", Status.TIMEOUT)])
+def test_a_crash_costs_its_scenario_not_the_run(tmp_path, monkeypatch, mode, status):
+    monkeypatch.setenv("SOLBENCH_TEST_CRASH", mode)
+    result = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path,
+                           timeout_s=8 if mode == "hang" else 60))
+    bad = [o for o in result.outcomes if o.scenario["sinks"] or o.scenario["softcap"]]
+    good = [o for o in result.outcomes if not (o.scenario["sinks"] or o.scenario["softcap"])]
+    assert len(bad) == 2 and all(o.status is status for o in bad)
+    assert good and all(o.status is Status.PASSED for o in good)
+    on_disk = json.loads((tmp_path / "results.json").read_text())
+    assert len(on_disk["outcomes"]) == 10 and on_disk["complete"]
+
+
+def test_resume_skips_finished_scenarios(tmp_path):
+    first = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=3))
+    assert len(first.outcomes) == 3
+    done = {o.scenario_id: o.measurements["candidate"].samples_ms for o in first.outcomes}
+    second = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path))
+    assert len(second.outcomes) == 10 and second.complete
+    for o in second.outcomes:
+        if o.scenario_id in done:
+            assert o.measurements["candidate"].samples_ms == done[o.scenario_id]
+
+
+def test_bad_arguments_give_one_line(tmp_path, capsys):
+    assert main(["run", "nope.py", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope.py: no such file" in err
+    assert main(["run", GOOD, "--device", "cpu", "--suite", "nosuch"]) == 2
+    assert "unknown suite" in capsys.readouterr().err
+    assert main(["run", "README.md", "--device", "cpu"]) == 5
+    assert "a candidate is a .cu file or a Python module" in capsys.readouterr().err
