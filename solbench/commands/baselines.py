@@ -1,0 +1,75 @@
+"""`solbench baselines [--suite S] [--arch A] [--json]`: every baseline library, whether it is installed,
+and how much of a suite it covers on an arch. Works with none installed (nothing is imported)."""
+
+from __future__ import annotations
+
+import json
+
+from solbench.options import ARCH, SUITE, add_to_parser
+
+HELP = "list the baseline libraries: installed version, available or why not, scenarios of a suite covered"
+DEFAULT_ARCH = "h200"
+
+
+def add_arguments(parser) -> None:
+    add_to_parser(parser, (SUITE, ARCH))
+    parser.add_argument("--json", action="store_true", help="print one JSON object (libraries and per-scenario coverage)")
+
+
+def _arch(args, suite) -> str:
+    if args.arch:
+        return args.arch
+    from solbench.runner import gpu_arch
+
+    return gpu_arch() or suite.arch or DEFAULT_ARCH
+
+
+def run(args) -> int:
+    from tabulate import tabulate
+
+    from solbench.baselines import REGISTRY, get_adapter_class
+    from solbench.baselines.coverage import coverage
+    from solbench.suites import load_suite
+
+    suite = load_suite(args.suite)
+    arch = _arch(args, suite)
+    table = coverage(suite, arch)
+    libraries = []
+    for cov in table.per_baseline():
+        cls = get_adapter_class(cov.name)
+        libraries.append({
+            "name": cov.name, "package": cls.package, "version": cls.version(), "available": cls.is_available(),
+            "unavailable_reason": cls.unavailable_reason(), "calls": cls.label,
+            "supported": cov.supported, "total": cov.total,
+            "top_reasons": [{"reason": r, "count": c} for r, c in cov.top_reasons],
+        })
+    if args.json:
+        print(json.dumps({"suite": suite.name, "arch": arch, "libraries": libraries,
+                          "uncovered": [{"id": r.scenario_id, "reasons": dict(r.reasons)} for r in table.uncovered()],
+                          "scenarios": table.to_dict()["scenarios"]}, indent=1))
+        return 0
+    rows = []
+    for lib in libraries:
+        why = "; ".join(f"{t['reason']} ({t['count']})" for t in lib["top_reasons"][:2])
+        rows.append([lib["name"], f"solbench[{lib['package']}]", lib["version"] or "-",
+                     "yes" if lib["available"] else "no", f"{lib['supported']}/{lib['total']}", _clip(why, 90)])
+    print(tabulate(rows, headers=["baseline", "extra", "version", "available", "supports", "top reasons (count)"],
+                   tablefmt="simple"))
+    missing = [lib for lib in libraries if not lib["available"]]
+    if missing:
+        extras = sorted({lib["package"] for lib in missing})
+        print(f"\nnot installed: {', '.join(lib['name'] for lib in missing)} "
+              f"(pip install \"solbench[{','.join(extras)}]\")")
+    uncovered = table.uncovered()
+    print(f"\nsuite {suite.name!r} on {arch}: {len(suite.scenarios) - len(uncovered)}/{len(suite.scenarios)} "
+          f"scenarios have at least one baseline ({len(REGISTRY)} registered, counted whether installed or not)")
+    for row in uncovered[:10]:
+        reasons = dict(row.reasons)
+        print(f"  no baseline: {row.scenario_id}: " + _clip("; ".join(f"{n}: {r}" for n, r in reasons.items()), 200))
+    if len(uncovered) > 10:
+        print(f"  ... and {len(uncovered) - 10} more (--json lists all)")
+    return 0
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
