@@ -24,6 +24,8 @@
 
 #include "solbench_attention.h"
 
+#define UNROLL _Pragma("unroll")  // loops over register arrays need constant indices
+
 namespace {
 
 constexpr int kThreads = 128;
@@ -134,8 +136,9 @@ __global__ void __launch_bounds__(kThreads, 2) seed_attention_kernel(const Solbe
     // Stage Q once, pre-multiplied so that qs . ks is the final scaled score.
     const float score_mult = p.softmax_scale * descale_for(p.q_descale, p.descale_mode, kvh) *
                              descale_for(p.k_descale, p.descale_mode, kvh);
+    // Consecutive threads take consecutive rows: their shared-memory stores hit distinct banks.
     for (int i = tid; i < BQ * (D / 8); i += kThreads) {
-        int r = i / (D / 8), c = (i % (D / 8)) * 8;
+        int r = i % BQ, c = (i / BQ) * 8;
         float x[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         if (row_token(r) < q_len && c < d_qk) {
             long long q_row = (long long)q_start + row_token(r);
@@ -145,16 +148,14 @@ __global__ void __launch_bounds__(kThreads, 2) seed_attention_kernel(const Solbe
     }
 
     float acc[T::TM][T::DC];
-    #pragma unroll
-    for (int i = 0; i < T::TM; ++i)
-        #pragma unroll
-        for (int j = 0; j < T::DC; ++j) acc[i][j] = 0.0f;
+    UNROLL for (int i = 0; i < T::TM; ++i)
+        UNROLL for (int j = 0; j < T::DC; ++j) acc[i][j] = 0.0f;
 
     for (int k0 = (k_lo / BK) * BK; k0 < k_hi; k0 += BK) {
         __syncthreads();  // the previous tile's ks, vs, ps are no longer read
         // 1. Stage K and V rows k0 .. k0+BK-1; keys past kv_len are zeros (P is 0 there too).
         for (int i = tid; i < BK * (D / 8); i += kThreads) {
-            int c = i / (D / 8), col = (i % (D / 8)) * 8, key = k0 + c;
+            int c = i % BK, col = (i / BK) * 8, key = k0 + c;
             float kx[8] = {0, 0, 0, 0, 0, 0, 0, 0}, vx[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             if (key < kv_len && col < d_qk) load8(p.k, kv_row_offset(p, b, key, kvh, d_qk) + col, p.dtype, kx);
             if (key < kv_len && col < d_v) load8(p.v, kv_row_offset(p, b, key, kvh, d_v) + col, p.dtype, vx);
@@ -175,27 +176,19 @@ __global__ void __launch_bounds__(kThreads, 2) seed_attention_kernel(const Solbe
 
         // 2. Scores for rows ty + 16 i and keys tx + 8 j; softcap before masking.
         float s[T::TM][T::TN];
-        #pragma unroll
-        for (int i = 0; i < T::TM; ++i)
-            #pragma unroll
-            for (int j = 0; j < T::TN; ++j) s[i][j] = 0.0f;
+        UNROLL for (int i = 0; i < T::TM; ++i)
+            UNROLL for (int j = 0; j < T::TN; ++j) s[i][j] = 0.0f;
 #pragma unroll 8
         for (int d = 0; d < d_qk; ++d) {
             float a[T::TM], kk[T::TN];
-            #pragma unroll
-            for (int i = 0; i < T::TM; ++i) a[i] = qs[(ty + kRowGroups * i) * T::LD + d];
-            #pragma unroll
-            for (int j = 0; j < T::TN; ++j) kk[j] = ks[(tx + kColGroups * j) * T::LD + d];
-            #pragma unroll
-            for (int i = 0; i < T::TM; ++i)
-                #pragma unroll
-                for (int j = 0; j < T::TN; ++j) s[i][j] = fmaf(a[i], kk[j], s[i][j]);
+            UNROLL for (int i = 0; i < T::TM; ++i) a[i] = qs[(ty + kRowGroups * i) * T::LD + d];
+            UNROLL for (int j = 0; j < T::TN; ++j) kk[j] = ks[(tx + kColGroups * j) * T::LD + d];
+            UNROLL for (int i = 0; i < T::TM; ++i)
+                UNROLL for (int j = 0; j < T::TN; ++j) s[i][j] = fmaf(a[i], kk[j], s[i][j]);
         }
-        #pragma unroll
-        for (int i = 0; i < T::TM; ++i) {
+        UNROLL for (int i = 0; i < T::TM; ++i) {
             int r = ty + kRowGroups * i;
-            #pragma unroll
-            for (int j = 0; j < T::TN; ++j) {
+            UNROLL for (int j = 0; j < T::TN; ++j) {
                 int c = tx + kColGroups * j, key = k0 + c;
                 float x = s[i][j];
                 if (p.softcap > 0.0f) x = p.softcap * tanhf(x / p.softcap);
@@ -225,21 +218,16 @@ __global__ void __launch_bounds__(kThreads, 2) seed_attention_kernel(const Solbe
         __syncthreads();
 
         // 4. O = alpha * O + P V for rows ty + 16 i and columns tx + 8 j.
-        #pragma unroll
-        for (int i = 0; i < T::TM; ++i) {
+        UNROLL for (int i = 0; i < T::TM; ++i) {
             float alpha = row_alpha[ty + kRowGroups * i];
-            #pragma unroll
-            for (int j = 0; j < T::DC; ++j) acc[i][j] *= alpha;
+            UNROLL for (int j = 0; j < T::DC; ++j) acc[i][j] *= alpha;
         }
         for (int c = 0; c < BK; ++c) {
             float pr[T::TM];
-            #pragma unroll
-            for (int i = 0; i < T::TM; ++i) pr[i] = ps[(ty + kRowGroups * i) * T::LP + c];
-            #pragma unroll
-            for (int j = 0; j < T::DC; ++j) {
+            UNROLL for (int i = 0; i < T::TM; ++i) pr[i] = ps[(ty + kRowGroups * i) * T::LP + c];
+            UNROLL for (int j = 0; j < T::DC; ++j) {
                 float v = vs[c * T::LD + tx + kColGroups * j];
-                #pragma unroll
-                for (int i = 0; i < T::TM; ++i) acc[i][j] = fmaf(pr[i], v, acc[i][j]);
+                UNROLL for (int i = 0; i < T::TM; ++i) acc[i][j] = fmaf(pr[i], v, acc[i][j]);
             }
         }
     }
@@ -247,8 +235,7 @@ __global__ void __launch_bounds__(kThreads, 2) seed_attention_kernel(const Solbe
 
     // Normalise and write. A sink joins the denominator only; an empty row (l = 0) writes 0.
     const float v_descale = descale_for(p.v_descale, p.descale_mode, kvh);
-    #pragma unroll
-    for (int i = 0; i < T::TM; ++i) {
+    UNROLL for (int i = 0; i < T::TM; ++i) {
         int r = ty + kRowGroups * i;
         if (row_token(r) >= q_len) continue;
         float m = row_m[r], l = row_l[r], norm = 0.0f;
@@ -263,8 +250,7 @@ __global__ void __launch_bounds__(kThreads, 2) seed_attention_kernel(const Solbe
             }
         }
         long long out_row = ((long long)q_start + row_token(r)) * p.heads_q + row_head(r);
-        #pragma unroll
-        for (int j = 0; j < T::DC; ++j) {
+        UNROLL for (int j = 0; j < T::DC; ++j) {
             int col = tx + kColGroups * j;
             if (col >= d_v) continue;
             float o = acc[i][j] * norm * v_descale;

@@ -199,8 +199,11 @@ def build(source, arch: str, extra_flags=(), include_dirs=(), cache_dir=None) ->
     cached = _read_cached(final, source)
     if cached is not None:
         return cached
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=final.parent))
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=final.parent))
+    except OSError as exc:
+        raise ConfigError(f"build cache {root} is not writable ({exc.strerror}); set SOLBENCH_CACHE") from None
     try:
         so = work / "kernel.so"
         cmd = [nvcc, *flags, str(source), "-o", str(so)]
