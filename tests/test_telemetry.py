@@ -90,7 +90,7 @@ def test_polls_in_background_and_summarises():
     with TelemetrySampler(0, interval_ms=2.0, nvml=nvml) as t:
         time.sleep(0.05)
     s = t.summary()
-    assert s["available"] and s["samples"] >= 5
+    assert s["available"] and s["samples"] >= 3
     assert s["sm_clock_mhz"] == {"min": 1980, "median": 1980, "max": 1980}
     assert s["mem_clock_mhz"]["max"] == 3201
     assert s["temp_c_max"] == 61 and s["power_w_mean"] == pytest.approx(350.0)
