@@ -7,6 +7,7 @@ summary says `available: False` and why. Clocks in MHz, temperature in C, power 
 
 from __future__ import annotations
 
+import atexit
 import statistics
 import sys
 import threading
@@ -104,10 +105,6 @@ class TelemetrySampler:
         self._thread.join()
         self._thread = None
         self._read()
-        try:
-            self._nvml.nvmlShutdown()
-        except Exception:
-            pass
 
     @property
     def available(self) -> bool:
@@ -148,18 +145,11 @@ class TelemetrySampler:
                 self._why_not = "nvidia-ml-py is not installed (pip install nvidia-ml-py)"
                 return False
             self._nvml = pynvml
-        try:
-            self._nvml.nvmlInit()
-        except Exception as exc:
-            self._why_not = f"nvml unavailable: {type(exc).__name__}: {exc}"
-            return False
-        try:
-            self._handle, self._where = nvml_handle(self._nvml, self.device_index)
-        except Exception as exc:
-            self._why_not = f"nvml has no device {self.device_index}: {type(exc).__name__}: {exc}"
-            self._nvml.nvmlShutdown()
-            return False
-        return True
+        key = (id(self._nvml), self.device_index)
+        if key not in _SESSIONS:  # nvmlInit costs milliseconds: once per process, not once per round
+            _SESSIONS[key] = _open_session(self._nvml, self.device_index)
+        _, self._handle, self._where, self._why_not = _SESSIONS[key]
+        return not self._why_not
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_ms / 1e3):
@@ -184,6 +174,31 @@ class TelemetrySampler:
                     self._dead[name] = f"{type(exc).__name__}: {exc}"
             row.append(value)
         self._rows.append(tuple(row))
+
+
+_SESSIONS: dict[tuple[int, int], tuple] = {}
+"""(id(nvml module), device index) -> (module, handle, how found, why not); holding the module keeps its
+id from being reused. nvml stays initialised until exit."""
+
+
+def _open_session(nv, index: int) -> tuple:
+    try:
+        nv.nvmlInit()
+    except Exception as exc:
+        return nv, None, "", f"nvml unavailable: {type(exc).__name__}: {exc}"
+    atexit.register(_shutdown, nv)
+    try:
+        handle, where = nvml_handle(nv, index)
+    except Exception as exc:
+        return nv, None, "", f"nvml has no device {index}: {type(exc).__name__}: {exc}"
+    return nv, handle, where, ""
+
+
+def _shutdown(nv) -> None:
+    try:
+        nv.nvmlShutdown()
+    except Exception:
+        pass
 
 
 def _reasons(nv, handle) -> int:

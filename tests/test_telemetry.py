@@ -61,7 +61,7 @@ def test_default_sampler_on_a_machine_without_gpu_is_a_noop():
 
 
 def _fake_nvml(reasons, power_supported=True):
-    state = {"i": 0, "shutdown": 0}
+    state = {"i": 0, "init": 0}
 
     def reasons_now(handle):
         state["i"] += 1
@@ -74,8 +74,8 @@ def _fake_nvml(reasons, power_supported=True):
 
     return types.SimpleNamespace(
         NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2, NVML_TEMPERATURE_GPU=0,
-        nvmlInit=lambda: None,
-        nvmlShutdown=lambda: state.__setitem__("shutdown", state["shutdown"] + 1),
+        nvmlInit=lambda: state.__setitem__("init", state["init"] + 1),
+        nvmlShutdown=lambda: None,
         nvmlDeviceGetHandleByIndex=lambda i: f"h{i}",
         nvmlDeviceGetHandleByUUID=lambda u: "h-uuid",
         nvmlDeviceGetClockInfo=lambda h, kind: 1980 if kind == 1 else 3201,
@@ -95,7 +95,9 @@ def test_polls_in_background_and_summarises():
     assert s["mem_clock_mhz"]["max"] == 3201
     assert s["temp_c_max"] == 61 and s["power_w_mean"] == pytest.approx(350.0)
     assert s["reasons"] == ["gpu_idle"] and s["throttled"] is False
-    assert state["shutdown"] == 1
+    with TelemetrySampler(0, nvml=nvml):
+        pass
+    assert state["init"] == 1  # nvml is initialised once per process, not once per round
 
 
 def test_throttled_round_is_reported():
