@@ -207,7 +207,7 @@ def compare_to_base(new: Outcome, old: Outcome | None, criteria: Criteria) -> It
                     f"the whole CI is below {threshold:.3f}", numbers)
     if lo < threshold:
         return Item(sid, Verdict.AMBIGUOUS, f"{r:.3f}x vs BASE ({ci}) straddles {threshold:.3f}: "
-                    "neither a regression nor clear of one; re-measure", numbers)
+                    "neither a regression nor clear of one", numbers)
     return Item(sid, Verdict.PASS, f"{r:.3f}x vs BASE ({ci})", numbers)
 
 

@@ -174,6 +174,14 @@ class ScenarioItem(pytest.Item):
     """Passes when the candidate is correct on this scenario and not confidently slower than BASE."""
 
     def runtest(self):
+        try:
+            self._judge()
+            return
+        except ScenarioFailure as exc:
+            message = f"{self.name}: {exc}"
+        pytest.fail(message, pytrace=False)  # one line, no traceback (outside the except: no chained context)
+
+    def _judge(self):
         from solbench.check import Verdict
         from solbench.model import Status
 
@@ -190,15 +198,10 @@ class ScenarioItem(pytest.Item):
         item = session.judge(outcome)
         self.user_properties.append(("solbench_vs_base", item.verdict.value))
         if item.verdict is Verdict.FAIL or (item.verdict is Verdict.AMBIGUOUS and session.criteria.strict):
-            raise ScenarioFailure(f"{'regression' if item.verdict is Verdict.FAIL else 'ambiguous'} vs BASE: {item.message}")
-
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, ScenarioFailure):
-            return f"{self.name}: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
+            raise ScenarioFailure(f"{'regression' if item.verdict is Verdict.FAIL else 'ambiguous'}: {item.message}")
 
     def reportinfo(self):
-        return self.path, None, f"solbench {self.nodeid}"
+        return self.path, None, self.nodeid
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -108,7 +108,7 @@ def test_planted_regression_fails_exactly_those_scenarios(pytester, fake):
     result.assert_outcomes(passed=len(IDS) - 2, failed=2)
     failed = {r.nodeid.split("::")[-1] for r in result.reprec.getreports("pytest_runtest_logreport") if r.failed}
     assert failed == slowed
-    result.stdout.fnmatch_lines([f"*{IDS[6]}: regression vs BASE: 0.95?x vs BASE (95% CI 0.9*-0.9*): 5.?% slower*",
+    result.stdout.fnmatch_lines([f"*{IDS[6]}: regression: 0.95?x vs BASE (95% CI 0.9*-0.9*): 5.?% slower*",
                                  "*vs BASE base-run: 2 regressed, 0 ambiguous*"])
 
 
@@ -127,7 +127,7 @@ def test_ambiguous_that_stays_slow_fails_after_remeasuring(pytester, fake):
                                 {"median_ms": median_ms(sid) * 1.06, "n": 400, "noise": 0.002}) if sid == IDS[0] else {})
     result = run_plugin(pytester, "--solbench-against", write_base(pytester))
     result.assert_outcomes(passed=len(IDS) - 1, failed=1)
-    result.stdout.fnmatch_lines([f"*{IDS[0]}: regression vs BASE: *(re-measured: 40 + 400 samples)*"])
+    result.stdout.fnmatch_lines([f"*{IDS[0]}: regression: *(re-measured: 40 + 400 samples)*"])
     assert [c.filter for c in f.calls] == [None, IDS[0]]
 
 
@@ -237,11 +237,11 @@ def pytest_addoption(parser):  # stand-ins for pytest-xdist's options
 def test_refuses_to_time_under_xdist_with_shared_gpus(pytester, fake):
     f = fake()
     pytester.makeconftest(XDIST_OPTIONS)
-    result = run_plugin(pytester, "--numprocesses", "2")
+    result = run_plugin(pytester, "-p", "no:benchmark", "--numprocesses", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*refusing to time under pytest-xdist: 2 xdist workers but not each with its own GPU*"])
     own = ["--dist", "load", "--tx", "popen//env:CUDA_VISIBLE_DEVICES=0", "--tx", "popen//env:CUDA_VISIBLE_DEVICES=1"]
-    run_plugin(pytester, *own).assert_outcomes(passed=len(IDS))
+    run_plugin(pytester, "-p", "no:benchmark", *own).assert_outcomes(passed=len(IDS))
     assert len(f.calls) == 1
 
 
