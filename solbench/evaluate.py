@@ -76,8 +76,10 @@ def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error):
 
     try:
         info = worker.request("prepare", {"scenario": sc.to_dict(), "rotate": policy.rotate_inputs}, timeout_s)
-        out, lse = worker.request("check", None, timeout_s)
-        out, lse = out.clone(), lse.clone()  # the worker's buffers are reused; keep our own copy
+        reply = worker.request("check", None, timeout_s)
+        if isinstance(reply, dict):
+            return Status.SKIPPED, f"declined (unsupported): {reply['unsupported']}", None
+        out, lse = (t.clone() for t in reply)  # the worker's buffers are reused; keep our own copy
     except WorkerFailure as exc:
         return FAILURE_STATUS[exc.kind], str(exc), None
     verdict = judge(out, lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"], seed_error=seed_error)

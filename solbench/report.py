@@ -47,7 +47,8 @@ def best_ratios(o: Outcome) -> tuple[float, ...] | None:
 def scores(result: RunResult) -> list[Score]:
     from solbench.stats import geomean_ci
 
-    failed = tuple(o.scenario_id for o in result.failures())
+    # A declined (skipped) scenario disqualifies too: a score over only the easy scenarios is no score.
+    failed = tuple(o.scenario_id for o in result.outcomes if o.status is not Status.PASSED)
     out = []
     for name in comparator_names(result) + (["best"] if len(comparator_names(result)) > 1 else []):
         per = [best_ratios(o) if name == "best" else o.ratios.get(name) for o in result.outcomes]
@@ -113,8 +114,9 @@ def render_summary(result: RunResult) -> str:
         else:
             lines.append(f"score vs {s.comparator}: geomean speedup {s.geomean:.4f} "
                          f"[95% CI {s.lo:.4f}, {s.hi:.4f}] over {s.scenarios} scenarios")
-    for o in result.failures():
-        lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")
+    for o in result.outcomes:
+        if o.status is not Status.PASSED:
+            lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")
     for o in result.outcomes:
         for name, c in o.comparators.items():
             if c["status"] != Status.PASSED.value:

@@ -171,7 +171,12 @@ class _WorkerState:
         """Poison, run once, return (out, lse) of trial 0 for the runner's verdict."""
         self.check_inputs.poison()
         self._sync()
-        self.check_call()
+        try:
+            self.check_call()
+        except Exception as exc:
+            if getattr(exc, "unsupported", False) or isinstance(exc, NotImplementedError):
+                return {"unsupported": str(exc) or type(exc).__name__}
+            raise
         self._sync()
         return self.check_inputs.out, self.check_inputs.lse
 

@@ -26,6 +26,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from solbench import runner
     from solbench.errors import DeviceMismatchError
+    from solbench.model import Status
     from solbench.policy import QUICK, TimingPolicy
     from solbench.report import render_summary, render_table, write_reports
 
@@ -61,7 +62,7 @@ def run(args) -> int:
     print()
     print(render_summary(result))
     print(f"\nresults: {folder / 'results.json'}")
-    return 1 if result.failures() else 0
+    return 0 if all(o.status is Status.PASSED for o in result.outcomes) else 1
 
 
 def _build_and_bound_only(args, present) -> None:
