@@ -250,8 +250,8 @@ def test_xdist_worker_without_its_own_gpu_refuses(pytester, fake, monkeypatch):
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
     monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"test-{id(pytester)}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    result = run_plugin(pytester)
+    result = run_plugin(pytester, "-p", "no:benchmark")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*xdist worker gw1 has no CUDA_VISIBLE_DEVICES of its own*"])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
-    run_plugin(pytester).assert_outcomes(passed=len(IDS))
+    run_plugin(pytester, "-p", "no:benchmark").assert_outcomes(passed=len(IDS))
