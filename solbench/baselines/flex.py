@@ -23,6 +23,15 @@ PAD = 256  # index tensors are padded so a mask_mod evaluated on a partial tail 
 _COMPILED = {}
 
 
+def compiled_forward():
+    """`_forward` under torch.compile, built once per process (tests on CPU replace this with eager)."""
+    import torch
+
+    if "fn" not in _COMPILED:
+        _COMPILED["fn"] = torch.compile(_forward, fullgraph=True, dynamic=False)
+    return _COMPILED["fn"]
+
+
 def mask_tensors(inputs) -> SimpleNamespace:
     """What the mask_mod reads, on the inputs' device (padded by PAD): per query token its sequence
     and diagonal position; per KV token its owner sequence (-1: unused page slot), logical key index
@@ -133,20 +142,18 @@ class Adapter(AdapterBase):
         return YES
 
     def bind(self, inputs):
-        import torch
-        from torch.nn.attention.flex_attention import create_block_mask, flex_attention  # noqa: F401
+        from torch.nn.attention.flex_attention import create_block_mask
 
         sc = inputs.scenario
         self.writes_lse = True
-        if "fn" not in _COMPILED:
-            _COMPILED["fn"] = torch.compile(_forward, fullgraph=True, dynamic=False)
-        fn = _COMPILED["fn"]
+        fn = compiled_forward()
         q = inputs.q.transpose(0, 1).unsqueeze(0)
         k = inputs.k.reshape(-1, sc.heads_kv, sc.head_dim_qk).transpose(0, 1).unsqueeze(0)
         v = inputs.v.reshape(-1, sc.heads_kv, sc.head_dim_v).transpose(0, 1).unsqueeze(0)
         tensors = mask_tensors(inputs)
         block_mask = create_block_mask(make_mask_mod(sc, tensors), 1, sc.heads_q if sc.mask is not None else None,
-                                       sc.total_q, k.shape[2], device=inputs.device, _compile=True)
+                                       sc.total_q, k.shape[2], device=inputs.device,
+                                       _compile=inputs.device.type == "cuda")
         args = (q, k, v, block_mask, make_score_mod(sc), sc.scale, sc.heads_q != sc.heads_kv, inputs.sinks,
                 inputs.out, inputs.lse)
         self._keep = tensors
