@@ -147,6 +147,16 @@ def paged_tma(sc: Scenario) -> tuple[bool, int, int]:
     return sc.page_size % n == 0 and seqlen_q * sc.group_size > m, m, n
 
 
+def load_library():
+    """(interface module, the fwd op, its argument names); importing the interface registers the op."""
+    import torch
+
+    interface, _, namespace = variant()
+    module = importlib.import_module(interface)
+    op = getattr(torch.ops, namespace).fwd
+    return module, op, {a.name for a in op.default._schema.arguments}
+
+
 class Adapter(AdapterBase):
     name = "fa3"
     package = "fa3"
@@ -190,13 +200,8 @@ class Adapter(AdapterBase):
         return YES
 
     def bind(self, inputs):
-        import torch
-
         sc = inputs.scenario
-        interface, _, namespace = variant()
-        module = importlib.import_module(interface)  # registers the op library
-        op = getattr(torch.ops, namespace).fwd
-        known = {a.name for a in op.default._schema.arguments}
+        module, op, known = load_library()
         left, right = fa_window(sc)
         kw = dict(q=inputs.q, k=inputs.k, v=inputs.v, out=inputs.out, softmax_scale=sc.scale,
                   is_causal=sc.causal, window_size_left=left, window_size_right=right,
@@ -221,7 +226,7 @@ class Adapter(AdapterBase):
                 causal=sc.causal, window_size=(left, right), has_softcap=sc.softcap > 0, num_splits=0)
         missing = sorted(set(kw) - known)
         if missing:
-            raise RuntimeError(f"installed FA3 op {namespace}.fwd has no argument(s) {missing}")
+            raise RuntimeError(f"installed FA3 fwd op has no argument(s) {missing}")
         lse_out = lse_batch_view(inputs) if dense else inputs.lse
 
         def call():

@@ -91,13 +91,13 @@ class Adapter(AdapterBase):
         from flash_attn.cute import interface
 
         sc = inputs.scenario
-        sm = torch.cuda.get_device_capability(inputs.device)
+        major = torch.cuda.get_device_capability(inputs.device)[0] if inputs.device.type == "cuda" else 9
         causal, left, right = fa4_window(sc)
         self.writes_lse = not sc.sinks
         dense = dense_batch(sc)
         kw = dict(q=inputs.q, k=inputs.k, v=inputs.v, softmax_scale=sc.scale, causal=causal,
                   window_size_left=left, window_size_right=right, softcap=float(sc.softcap),
-                  learnable_sink=inputs.sinks, num_splits=1 if sm[0] == 9 else 0, pack_gqa=None)
+                  learnable_sink=inputs.sinks, num_splits=1 if major == 9 else 0, pack_gqa=None)
         if dense:
             kw["q"], kw["k"], kw["v"], out = batch_views(inputs)
             lse = torch.empty(sc.batch, sc.heads_q, sc.q_lens[0], dtype=torch.float32, device=inputs.device)
