@@ -67,11 +67,12 @@ class Graph:
     def tensor(self, uid, dim, stride, data_type):
         return T(uid, tuple(dim), tuple(stride), data_type)
 
-    def sdpa(self, q, k, v, attn_scale, generate_stats, diagonal_alignment, name=None, compute_data_type=None,
+    def sdpa(self, q, k, v, attn_scale, generate_stats, diagonal_alignment="TOP_LEFT", name=None, compute_data_type=None,
              diagonal_band_left_bound=None, diagonal_band_right_bound=None, use_padding_mask=False, seq_len_q=None,
              seq_len_kv=None, paged_attention_k_table=None, paged_attention_v_table=None,
              paged_attention_max_seq_len_kv=None, sink_token=None, **fp8):
-        assert diagonal_alignment == "BOTTOM_RIGHT"
+        bounded = diagonal_band_left_bound is not None or diagonal_band_right_bound is not None
+        assert diagonal_alignment == ("BOTTOM_RIGHT" if bounded else "TOP_LEFT")
         assert (seq_len_q is not None) == bool(use_padding_mask) == (seq_len_kv is not None)
         self.op = dict(locals())
         self.o, self.stats = T(), T()

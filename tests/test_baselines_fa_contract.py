@@ -82,8 +82,13 @@ class FakeFA3:
     def __init__(self):
         self.metadata_calls = []
 
-    def get_scheduler_metadata(self, *args, **kw):
-        self.metadata_calls.append((args, kw))
+    def get_scheduler_metadata(self, batch_size, max_seqlen_q, max_seqlen_k, num_heads_q, num_heads_kv, headdim,
+                               cache_seqlens, qkv_dtype=torch.bfloat16, headdim_v=None, cu_seqlens_q=None,
+                               cu_seqlens_k_new=None, cache_leftpad=None, page_size=None, max_seqlen_k_new=0,
+                               causal=False, window_size=(-1, -1), attention_chunk=0, has_softcap=False,
+                               num_splits=0, pack_gqa=None, sm_margin=0):
+        """hopper/flash_attn_interface.py's signature."""
+        self.metadata_calls.append(((batch_size, max_seqlen_q, max_seqlen_k), dict(num_splits=num_splits)))
         return torch.zeros(8, dtype=torch.int32)
 
     def fwd(self, q, k, v, out, softmax_scale, is_causal, window_size_left, window_size_right, softcap,

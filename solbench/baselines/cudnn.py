@@ -131,9 +131,10 @@ class Adapter(AdapterBase):
         ragged_q = not (sc.is_uniform and min(sc.q_lens) > 0)
         if ragged_q:
             q.set_ragged_offset(tensor("off_q", offsets(sc.q_lens, hq * d), data_type=cudnn.data_type.INT64))
-        kw = dict(q=q, attn_scale=sc.scale, generate_stats=self.writes_lse,
-                  diagonal_alignment=cudnn.diagonal_alignment.BOTTOM_RIGHT)
+        kw = dict(q=q, attn_scale=sc.scale, generate_stats=self.writes_lse)
         left, right = cudnn_bounds(sc)
+        if left is not None or right is not None:
+            kw["diagonal_alignment"] = cudnn.diagonal_alignment.BOTTOM_RIGHT
         if left is not None:
             kw["diagonal_band_left_bound"] = left
         if right is not None:

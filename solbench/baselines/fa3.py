@@ -157,6 +157,27 @@ def load_library():
     return module, op, {a.name for a in op.default._schema.arguments}
 
 
+def scheduler_metadata(module, sc: Scenario, inputs, window):
+    """FA3's precomputed varlen scheduling for exactly the call bind makes (same seqlen_k as mha_fwd sees,
+    same causal/window/softcap/num_splits), or None where the installed interface lacks it."""
+    import inspect
+
+    fn = getattr(module, "get_scheduler_metadata", None)
+    if fn is None:
+        return None
+    kw = dict(qkv_dtype=inputs.q.dtype, headdim_v=sc.head_dim_v, cu_seqlens_q=inputs.cu_seqlens_q,
+              page_size=sc.page_size if sc.kv_layout == "paged" else None, causal=sc.causal,
+              window_size=window, has_softcap=sc.softcap > 0, num_splits=0)
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    if not set(kw) <= set(params):
+        return None
+    return fn(sc.batch, max(sc.q_lens), call_seqlens(sc)[1], sc.heads_q, sc.heads_kv, sc.head_dim_qk,
+              inputs.kv_lens, **kw)
+
+
 class Adapter(AdapterBase):
     name = "fa3"
     package = "fa3"
@@ -218,12 +239,10 @@ class Adapter(AdapterBase):
         if inputs.q_descale is not None:
             for name in ("q_descale", "k_descale", "v_descale"):
                 kw[name] = descale_per_batch_head(getattr(inputs, name), sc.batch, sc.heads_kv)
-        if not dense and USE_SCHEDULER_METADATA and hasattr(module, "get_scheduler_metadata"):
-            kw["scheduler_metadata"] = module.get_scheduler_metadata(
-                sc.batch, max(sc.q_lens), call_seqlens(sc)[1], sc.heads_q, sc.heads_kv, sc.head_dim_qk,
-                inputs.kv_lens, qkv_dtype=inputs.q.dtype, headdim_v=sc.head_dim_v,
-                cu_seqlens_q=inputs.cu_seqlens_q, page_size=sc.page_size if sc.kv_layout == "paged" else None,
-                causal=sc.causal, window_size=(left, right), has_softcap=sc.softcap > 0, num_splits=0)
+        if not dense and USE_SCHEDULER_METADATA:
+            metadata = scheduler_metadata(module, sc, inputs, (left, right))
+            if metadata is not None:
+                kw["scheduler_metadata"] = metadata
         missing = sorted(set(kw) - known)
         if missing:
             raise RuntimeError(f"installed FA3 fwd op has no argument(s) {missing}")
