@@ -166,7 +166,7 @@ def test_plugin_is_inert_without_a_kernel(pytester, fake):
     pytester.makepyfile("def test_plain():\n    assert True\n")
     result = pytester.runpytest(*plugin_args())
     result.assert_outcomes(passed=1)
-    assert "solbench" not in result.stdout.str() and f.calls == []
+    assert "= solbench =" not in result.stdout.str() and "solbench[" not in result.stdout.str() and f.calls == []
 
 
 def test_fixture_runs_and_judges(pytester, fake):
