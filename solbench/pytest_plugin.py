@@ -92,11 +92,14 @@ class SolbenchSession:
 
     def __init__(self, config):
         from solbench.check import Criteria
+        from solbench.errors import ConfigError
         from solbench.run_files import load_run
         from solbench.suites import load_suite
 
         self.config = config
         self.kernel = config.getoption(_dest("kernel"))
+        if not Path(self.kernel).is_file():
+            raise ConfigError(f"--solbench-kernel {self.kernel}: no such file")
         self.suite = load_suite(config.getoption(_dest("suite")))
         self.scenarios = self.suite.select(config.getoption(_dest("filter")),
                                            config.getoption(_dest("max-scenarios"))).scenarios
@@ -127,12 +130,18 @@ class SolbenchSession:
         if self.result is None and self.error is None:
             try:
                 self.result = self.run()
-                if self.base is not None:
-                    ensure_comparable(self.result, self.base)
             except SolbenchError as exc:
-                self.error = str(exc)
+                self.error = f"solbench run failed: {exc}"
+            except Exception as exc:  # a bug: this item shows the traceback, the others one line
+                self.error = f"solbench run failed: {type(exc).__name__}: {exc} (traceback in the first item)"
+                raise
+            if self.base is not None and self.result is not None:
+                try:
+                    ensure_comparable(self.result, self.base)
+                except SolbenchError as exc:
+                    self.error = f"cannot judge against BASE: {exc}"
         if self.error:
-            raise ScenarioFailure(f"solbench run failed: {self.error}")
+            raise ScenarioFailure(self.error)
         return next((o for o in self.result.outcomes if o.scenario_id == scenario_id), None)
 
     def judge(self, outcome):

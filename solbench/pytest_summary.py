@@ -10,7 +10,7 @@ from solbench.model import Status
 def summary_lines(session) -> list[str]:
     """Lines for pytest_terminal_summary, from a SolbenchSession that ran (or failed to)."""
     if session.error:
-        return [f"kernel {session.kernel}: run failed: {session.error}"]
+        return [f"kernel {session.kernel}: {session.error}"]
     result = session.result
     outcomes = result.outcomes
     wrong = [o for o in outcomes if o.status.is_failure]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,7 +113,9 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
     log = open(log_path, "a", buffering=1)
     os.dup2(log.fileno(), 1)  # the candidate's own prints and CUDA errors go to the log, not the terminal
     os.dup2(log.fileno(), 2)
+    started = time.perf_counter()
     state = _WorkerState(spec, device, policy)
+    print(f"[solbench worker] start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
     while True:
         try:
             cmd, payload = conn.recv()
@@ -121,7 +124,10 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
         if cmd == "quit":
             return
         try:
-            conn.send(("ok", getattr(state, cmd)(payload)))
+            started = time.perf_counter()
+            value = getattr(state, cmd)(payload)
+            print(f"[solbench worker] {cmd} {time.perf_counter() - started:.3f} s", flush=True)
+            conn.send(("ok", value))
         except Exception as exc:
             traceback.print_exc()
             conn.send(("error", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))

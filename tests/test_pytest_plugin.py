@@ -75,6 +75,7 @@ def write_base(pytester, slow=None, noise=0.005, **run_kw) -> str:
 
 
 def run_plugin(pytester, *args):
+    (pytester.path / "kernel.py").write_text("def forward(inp):\n    raise AssertionError('the fake runner never calls me')\n")
     return pytester.runpytest(*plugin_args(), "--solbench-kernel", "kernel.py", "--solbench-device", "cpu", *args)
 
 
@@ -143,7 +144,7 @@ def test_base_from_another_gpu_fails_every_item_with_one_line(pytester, fake):
     fake()
     result = run_plugin(pytester, "--solbench-against", write_base(pytester, arch="h200", gpu="NVIDIA H200"))
     result.assert_outcomes(failed=len(IDS))
-    result.stdout.fnmatch_lines(["*: solbench run failed: BASE ran on arch 'h200', RESULTS on 'cpu': not comparable*"])
+    result.stdout.fnmatch_lines(["*: cannot judge against BASE: BASE ran on arch 'h200', RESULTS on 'cpu': not comparable*"])
 
 
 def test_unreadable_base_is_a_usage_error(pytester, fake):
@@ -151,6 +152,16 @@ def test_unreadable_base_is_a_usage_error(pytester, fake):
     result = run_plugin(pytester, "--solbench-against", "missing.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*solbench: missing.json: cannot read*"])
+
+
+def test_missing_kernel_or_unknown_suite_is_a_usage_error(pytester, fake):
+    fake()
+    result = pytester.runpytest(*plugin_args(), "--solbench-kernel", "nope.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*solbench: --solbench-kernel nope.py: no such file*"])
+    result = run_plugin(pytester, "--solbench-suite", "no-such-suite")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*solbench: unknown suite 'no-such-suite'*"])
 
 
 def test_keyword_selection_and_filter(pytester, fake):

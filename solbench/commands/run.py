@@ -6,6 +6,7 @@ present (the candidate is still built, checked for forbidden libraries and its b
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from solbench.options import RUN_OPTIONS, add_to_parser
@@ -49,8 +50,12 @@ def run(args) -> int:
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib),
     )
 
+    last = [time.perf_counter()]
+
     def progress(outcome):
-        print(f"  {outcome.status.value:>17}  {outcome.scenario_id}", flush=True)
+        now = time.perf_counter()
+        print(f"  {outcome.status.value:>17}  {now - last[0]:6.1f} s  {outcome.scenario_id}", flush=True)
+        last[0] = now
 
     result = runner.run(config, on_outcome=progress)
     folder = Path(config.resume or config.out_dir or Path("reports") / result.run_id)
