@@ -208,3 +208,12 @@ def test_run_folder_is_accepted(tmp_path):
     folder.mkdir(parents=True)
     write(folder, base, "results.json")
     assert run_files.load_run(folder) == base
+
+
+def test_help_names_every_option(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for flag in ("--against", "--min-ratio", "--min-geomean", "--comparator", "--min-sol", "--epsilon", "--strict", "--json"):
+        assert flag in out
+    assert "default 0.02" in out
