@@ -9,8 +9,8 @@ Clauses, each judged per scenario so an aggregate cannot hide a shape the candid
   epsilon covers what no single pair of runs can show, run-to-run drift of clocks, temperature and
   driver state. Raise it on a machine whose runs drift more;
 - min_ratio: every scenario's median speedup vs its best (fastest correct) comparator >= R;
-- min_geomean: the geomean over scenarios of the median speedup vs one comparator >= G (point estimate;
-  its CI from stats.geomean_ci is reported);
+- min_geomean: the suite score vs one comparator >= G, the score `solbench run` reports
+  (solbench.report.scores: 0 when any scenario failed or was skipped; point estimate, its CI reported);
 - min_sol: every scenario reaches >= F % of the speed of light, judged like solbench.roofline
   (measured bound when calibrated, else datasheet). A scenario without a bound is noted, not failed.
 A clause nothing could be evaluated for (no comparable scenario, no bound anywhere) is 'unevaluated':
@@ -54,11 +54,11 @@ class Criteria:
     min_geomean: float | None = None
     """Least geomean speedup vs `comparator`."""
     comparator: str = "seed"
-    """Comparator for min_geomean."""
+    """Comparator for min_geomean: 'seed', a baseline, or 'best' (per round, the fastest comparator)."""
     min_sol_pct: float | None = None
     """Least percent of the speed of light per scenario (0-100]."""
     confidence: float = 0.95
-    """Confidence of every interval."""
+    """Confidence of the per-scenario BASE comparison intervals."""
     n_resamples: int = 2000
     """Bootstrap resamples per interval."""
     seed: int = 0
@@ -249,28 +249,24 @@ def _min_ratio(results: RunResult, min_ratio: float) -> Clause:
 
 
 def _min_geomean(results: RunResult, criteria: Criteria) -> Clause:
+    """The suite score exactly as `solbench run` reports it (solbench.report.scores): 0 when any scenario
+    failed or was skipped, else the geomean over scenarios of the median per-round speedup, 95 % CI."""
+    from solbench.report import scores
+
     name, target = criteria.comparator, criteria.min_geomean
-    wrong = [o.scenario_id for o in results.outcomes if o.status.is_failure]
-    if wrong:
-        return Clause("min_geomean", False, f"score 0 vs {name}: {len(wrong)} scenario(s) wrong ({', '.join(wrong[:3])}"
-                      f"{', ...' if len(wrong) > 3 else ''}) < {target:g}x", (), {"geomean": 0.0, "comparator": name})
-    items, samples = [], []
-    for o in results.outcomes:
-        if _candidate_ms(o) is None:
-            continue
-        if name in comparator_medians(o):
-            samples.append(o.ratios[name])
-        else:
-            items.append(Item(o.scenario_id, Verdict.UNEVALUATED, f"{name} did not run correctly here; left out of the geomean"))
-    if not samples:
-        return Clause("min_geomean", None, f"no scenario has a {name} timing: geomean not evaluated", tuple(items))
-    g, lo, hi = stats.geomean_ci(samples, criteria.confidence, criteria.n_resamples, criteria.seed)
-    passed = g >= target
-    numbers = {"geomean": g, "ci_low": lo, "ci_high": hi, "comparator": name, "scenarios": len(samples),
-               "min_geomean": target}
-    summary = (f"{g:.3f}x vs {name} over {len(samples)} scenarios ({criteria.confidence:.0%} CI {lo:.3f}-{hi:.3f}) "
-               f"{'>=' if passed else '<'} {target:g}x")
-    return Clause("min_geomean", passed, summary, tuple(items), numbers)
+    score = next((s for s in scores(results) if s.comparator == name), None)
+    if score is None:
+        return Clause("min_geomean", None, f"no scenario has a {name} timing: geomean not evaluated")
+    numbers = {"geomean": score.geomean, "ci_low": score.lo, "ci_high": score.hi, "comparator": name,
+               "scenarios": score.scenarios, "min_geomean": target, "failed": list(score.failed)}
+    passed = score.geomean >= target
+    if score.failed:
+        summary = (f"score 0 vs {name}: {len(score.failed)} scenario(s) not passed ({', '.join(score.failed[:3])}"
+                   f"{', ...' if len(score.failed) > 3 else ''}) < {target:g}x")
+    else:
+        summary = (f"{score.geomean:.3f}x vs {name} over {score.scenarios} scenarios (95% CI {score.lo:.3f}-"
+                   f"{score.hi:.3f}) {'>=' if passed else '<'} {target:g}x")
+    return Clause("min_geomean", passed, summary, (), numbers)
 
 
 def _min_sol(results: RunResult, min_pct: float) -> Clause:

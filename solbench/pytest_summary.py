@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from solbench import stats
-from solbench.check import Verdict, comparator_medians
+from solbench.check import Verdict
 from solbench.model import Status
+from solbench.report import scores
 
 
 def summary_lines(session) -> list[str]:
@@ -17,14 +18,12 @@ def summary_lines(session) -> list[str]:
     skipped = sum(o.status is Status.SKIPPED for o in outcomes)
     lines = [f"kernel {session.kernel} on suite {result.suite} (arch {result.arch}): {len(outcomes)} scenarios, "
              f"{len(outcomes) - len(wrong) - skipped} correct, {len(wrong)} wrong, {skipped} skipped"]
-    passed = [o for o in outcomes if o.status is Status.PASSED]
-    names = sorted({name for o in passed for name in comparator_medians(o)}, key=lambda n: (n != "seed", n))
-    for name in names:
-        samples = [o.ratios[name] for o in passed if name in comparator_medians(o)]
-        g, lo, hi = stats.geomean_ci(samples, session.criteria.confidence)
-        score = f"; score 0: {len(wrong)} scenario(s) wrong" if wrong else ""
-        lines.append(f"geomean speedup vs {name}: {g:.3f}x ({session.criteria.confidence:.0%} CI {lo:.3f}-{hi:.3f}) "
-                     f"over {len(samples)} scenarios{score}")
+    for score in scores(result):
+        if score.failed:
+            lines.append(f"score vs {score.comparator}: 0 ({len(score.failed)} scenario(s) not passed)")
+        else:
+            lines.append(f"geomean speedup vs {score.comparator}: {score.geomean:.3f}x (95% CI {score.lo:.3f}-"
+                         f"{score.hi:.3f}) over {score.scenarios} scenarios")
     if session.base is not None:
         items = list(session.verdicts.values())
         count = {v: sum(i.verdict is v for i in items) for v in Verdict}

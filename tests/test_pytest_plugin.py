@@ -93,7 +93,7 @@ def test_wrong_kernel_fails_on_the_wrong_scenario_only(pytester, fake):
     fake(lambda sid, call: {"status": "mismatch", "reason": "max_abs 0.31 > atol"} if sid == IDS[4] else {})
     result = run_plugin(pytester)
     result.assert_outcomes(passed=len(IDS) - 1, failed=1)
-    result.stdout.fnmatch_lines([f"*{IDS[4]}: mismatch: max_abs 0.31 > atol*", "*score 0: 1 scenario(s) wrong*"])
+    result.stdout.fnmatch_lines([f"*{IDS[4]}: mismatch: max_abs 0.31 > atol*", "*score vs seed: 0 (1 scenario(s) not passed)*"])
     assert "Traceback" not in result.stdout.str()
 
 
