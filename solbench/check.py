@@ -11,8 +11,8 @@ Clauses, each judged per scenario so an aggregate cannot hide a shape the candid
 - min_ratio: every scenario's median speedup vs its best (fastest correct) comparator >= R;
 - min_geomean: the suite score vs one comparator >= G, the score `solbench run` reports
   (solbench.report.scores: 0 when any scenario failed or was skipped; point estimate, its CI reported);
-- min_sol: every scenario reaches >= F % of the speed of light, judged like solbench.roofline
-  (measured bound when calibrated, else datasheet). A scenario without a bound is noted, not failed.
+- min_sol: every scenario reaches >= F % of the speed of light: 100 * bound_ms / median time, the
+  datasheet roofline, as the report's sol_pct column. A scenario without a bound is noted, not failed.
 A clause nothing could be evaluated for (no comparable scenario, no bound anywhere) is 'unevaluated':
 the report then cannot say PASS and the command exits 2.
 """
@@ -275,19 +275,17 @@ def _min_sol(results: RunResult, min_pct: float) -> Clause:
         ms = _candidate_ms(o)
         if ms is None:
             continue
-        bound = o.bound or {}
-        judged = bound.get("measured_bound_ms") or bound.get("bound_ms")
-        if not judged:
+        bound_ms = (o.bound or {}).get("bound_ms")
+        if not bound_ms:
             items.append(Item(o.scenario_id, Verdict.UNEVALUATED, f"no roofline bound on arch {results.arch}: "
                               "%-of-SOL not evaluated for this scenario"))
             continue
-        against = "measured" if bound.get("measured_bound_ms") else "datasheet"
         t = stats.median(ms)
-        pct = 100.0 * judged / t
+        pct = 100.0 * bound_ms / t
         verdict = Verdict.PASS if pct >= min_pct else Verdict.FAIL
-        items.append(Item(o.scenario_id, verdict, f"{pct:.1f}% of SOL (bound {judged:.4g} ms {against}, median "
-                          f"{t:.4g} ms) {'>=' if verdict is Verdict.PASS else '<'} {min_pct:g}%",
-                          {"pct_sol": pct, "bound_ms": judged, "against": against, "median_ms": t, "min_sol_pct": min_pct}))
+        items.append(Item(o.scenario_id, verdict, f"{pct:.1f}% of SOL (bound {bound_ms:.4g} ms, median {t:.4g} ms) "
+                          f"{'>=' if verdict is Verdict.PASS else '<'} {min_pct:g}%",
+                          {"pct_sol": pct, "bound_ms": bound_ms, "median_ms": t, "min_sol_pct": min_pct}))
     return _clause("min_sol", items, f">= {min_pct:g}% of the speed of light on every scenario with a bound")
 
 
@@ -312,8 +310,15 @@ def render_lines(report: CheckReport) -> list[str]:
     tags = {Verdict.FAIL: "FAIL", Verdict.AMBIGUOUS: "AMBIGUOUS", Verdict.UNEVALUATED: "NOTE"}
     lines = []
     for c in report.clauses:
-        lines += [f"{tags[i.verdict]} {c.name} {i.scenario_id or '(run)'}: {i.message}"
-                  for i in c.items if i.verdict in tags]
+        notes: dict[str, list[str]] = {}
+        for i in c.items:
+            if i.verdict is Verdict.UNEVALUATED:
+                notes.setdefault(i.message, []).append(i.scenario_id)
+            elif i.verdict in tags:
+                lines.append(f"{tags[i.verdict]} {c.name} {i.scenario_id or '(run)'}: {i.message}")
+        for message, ids in notes.items():  # the same note on many scenarios is one line
+            where = ids[0] if len(ids) == 1 else f"({len(ids)} scenarios, e.g. {ids[0]})"
+            lines.append(f"NOTE {c.name} {where}: {message}")
         if c.name == "min_geomean" or (c.passed is None and not c.items):
             lines.append(f"{'PASS' if c.passed else 'FAIL' if c.passed is False else 'NOTE'} {c.name}: {c.summary}")
     word = {True: "PASS", False: "FAIL", None: "COULD NOT EVALUATE"}[report.passed]
