@@ -7,7 +7,13 @@ supports() claim is wrong, and the fix is in whichever of the two is. Skipped wi
 baseline when its library is missing.
 
     pytest -m gpu tests/test_baselines_gpu.py -k fa3 -x
+    SOLBENCH_BASELINE_CASES=features pytest -m gpu tests/test_baselines_gpu.py   # smoke | edge | features
+
+First calls compile (FlashInfer JIT ~20-70 s per kernel variant, FA4 and Flex seconds per shape), so
+on a tight GPU budget run one baseline or one case set per call.
 """
+
+import os
 
 import pytest
 
@@ -57,7 +63,9 @@ FEATURES = [
 
 
 def _cases():
-    scenarios = list(load_suite("smoke").scenarios) + list(load_suite("edge").scenarios) + FEATURES
+    sets = {"smoke": list(load_suite("smoke").scenarios), "edge": list(load_suite("edge").scenarios), "features": FEATURES}
+    chosen = os.environ.get("SOLBENCH_BASELINE_CASES", "smoke,edge,features").split(",")
+    scenarios = [sc for name in chosen for sc in sets[name.strip()]]
     for name in REGISTRY:
         for sc in scenarios:
             yield pytest.param(name, sc, id=f"{name}-{sc.id}")
