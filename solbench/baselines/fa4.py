@@ -116,12 +116,13 @@ class Adapter(AdapterBase):
                 kw[name] = descale_per_batch_head(getattr(inputs, name), sc.batch, sc.heads_kv, contiguous=True)
         fwd = interface._flash_attn_fwd
         params = inspect.signature(fwd).parameters
+        writes_lse = self.writes_lse
         if {"out", "lse", "return_lse"} <= set(params) and set(kw) <= set(params):
-            kw.update(out=out, lse=lse if self.writes_lse else None, return_lse=self.writes_lse)
+            kw.update(out=out, lse=lse if writes_lse else None, return_lse=writes_lse)
 
             def call():
                 fwd(**kw)
-                if self.writes_lse:
+                if writes_lse:
                     lse_dst.copy_(lse.transpose(-1, -2))
         else:
             call = self._public_call(interface, kw, out, lse_dst)
@@ -137,12 +138,12 @@ class Adapter(AdapterBase):
                 raise RuntimeError("installed FA4 takes fp8 descales only through _flash_attn_fwd(out=...)")
         fn = interface.flash_attn_varlen_func if "cu_seqlens_q" in kw else interface.flash_attn_func
         q, k, v = kw.pop("q"), kw.pop("k"), kw.pop("v")
-        kw["return_lse"] = self.writes_lse
+        writes_lse = kw["return_lse"] = self.writes_lse
 
         def call():
             o, lse = fn(q, k, v, **kw)[:2]
             out.copy_(o)
-            if self.writes_lse:
+            if writes_lse:
                 lse_dst.copy_(lse.transpose(-1, -2))
 
         return call
