@@ -5,7 +5,7 @@ import json
 import pytest
 
 from solbench import cli
-from solbench.baselines import REGISTRY, get_adapter, get_adapter_class, resolve_baselines
+from solbench.baselines import REGISTRY, claims, get_adapter, get_adapter_class, resolve_baselines
 from solbench.baselines.base import AdapterBase, Support, sm_of
 from solbench.baselines.coverage import coverage
 from solbench.errors import ConfigError, MissingDependencyError
@@ -53,7 +53,7 @@ def _assume_pinned_fa3(monkeypatch):
 @pytest.mark.parametrize("case", list(MATRIX), ids=list(MATRIX))
 def test_supports_matrix_h200(case):
     scenario, expected = MATRIX[case]
-    claimed = {name for name in NAMES if get_adapter_class(name).supports(scenario, "h200").ok}
+    claimed = {name for name in NAMES if claims(name, scenario, "h200").ok}
     assert claimed == expected
 
 
@@ -92,6 +92,18 @@ def test_fa3_full_build_claims_what_fa3_fwd_cannot(monkeypatch):
     cls = get_adapter_class("fa3")
     for s in (sc(dtype="fp16"), sc(window_left=127), sc(kv_layout="paged", page_size=16)):
         assert cls.supports(s, "h200").ok
+
+
+def test_bind_refuses_what_supports_declines():
+    pytest.importorskip("torch")
+    from solbench.baselines.base import UnsupportedScenario, device_arch
+    from solbench.inputs import make_inputs
+
+    assert device_arch("cpu") is None
+    scenario = sc(softcap=30.0)
+    adapter = get_adapter_class("sdpa-flash")(device="cpu", arch="h200")
+    with pytest.raises(UnsupportedScenario, match="sdpa-flash does not claim .*no softcap"):
+        adapter.bind(make_inputs(scenario))
 
 
 # --- registry -------------------------------------------------------------------------------------

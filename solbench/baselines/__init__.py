@@ -36,6 +36,12 @@ def get_adapter_class(name: str):
     return getattr(importlib.import_module(module), cls)
 
 
+def claims(name: str, scenario, arch: str):
+    """Support(ok, reason) of baseline `name` for a scenario on an arch: what a runner asks before
+    sending the pair to a worker (an unclaimed pair is 'skipped, reason', never run)."""
+    return get_adapter_class(name).supports(scenario, arch)
+
+
 def get_adapter(name: str, device: str):
     """An adapter instance for a worker; a missing library is a MissingDependencyError."""
     cls = get_adapter_class(name)

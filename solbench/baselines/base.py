@@ -7,7 +7,9 @@ An adapter class answers, without a GPU and without importing its library:
     unavailable_reason()        '' when available, else what to install
     supports(sc, arch)          Support(ok, reason): feature, dtype, head dim, arch or build limits
 An instance (`Adapter(device="cuda")`) is what a worker uses:
-    bind(inputs) -> call        all per-configuration set-up (plans, graphs, compiles, layout conversion
+    bind(inputs) -> call        refuses a scenario supports() declines for the device's arch
+                                (UnsupportedScenario: its answer would be wrong, not slow); then all
+                                per-configuration set-up (plans, graphs, compiles, layout conversion
                                 of the inputs) happens in bind; `call()` does only the per-call work and
                                 writes inputs.out (and inputs.lse when writes_lse)
     writes_lse                  read after bind: it may depend on the scenario (an LSE that includes the
@@ -93,6 +95,20 @@ def common_limits(sc: Scenario, arch: str) -> Support:
     return YES
 
 
+class UnsupportedScenario(RuntimeError):
+    """bind() was asked for a scenario supports() declines (the runner should not ask)."""
+
+
+def device_arch(device: str) -> str | None:
+    """'sm_XY' of a CUDA device (e.g. 'sm_90'), None for CPU."""
+    if not str(device).startswith("cuda"):
+        return None
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}"
+
+
 @runtime_checkable
 class BaselineAdapter(Protocol):
     """The instance side: built in a worker, bound once per input set."""
@@ -116,8 +132,10 @@ class AdapterBase:
     label: ClassVar[str] = ""
     """One line: what is called."""
 
-    def __init__(self, device: str = "cuda"):
+    def __init__(self, device: str = "cuda", arch: str | None = None):
         self.device = device
+        self.arch = arch or device_arch(device)
+        """Arch whose support claims bind enforces; None (a CPU stand-in in tests) checks nothing."""
         self.writes_lse = True
 
     # --- class-level answers (no import of the library) -----------------------------------------
@@ -164,4 +182,14 @@ class AdapterBase:
     # --- instance side ---------------------------------------------------------------------------
 
     def bind(self, inputs) -> Callable[[], None]:
+        """Refuse a scenario the adapter does not claim (its output would be wrong, not slow), then
+        do the library's set-up (`_bind`) and return the per-call callable."""
+        if self.arch is not None:
+            support = self.supports(inputs.scenario, self.arch)
+            if not support.ok:
+                raise UnsupportedScenario(f"{self.name} does not claim {inputs.scenario.id} on {self.arch}: "
+                                          f"{support.reason}")
+        return self._bind(inputs)
+
+    def _bind(self, inputs) -> Callable[[], None]:
         raise NotImplementedError

@@ -94,7 +94,7 @@ class Adapter(AdapterBase):
             return no("s_q == s_kv == 1 is a known cuDNN issue")
         return YES
 
-    def bind(self, inputs):
+    def _bind(self, inputs):
         import cudnn
         import torch
 

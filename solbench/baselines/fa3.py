@@ -220,7 +220,7 @@ class Adapter(AdapterBase):
             return no("no keys at all: FA3 fills LSE with +inf")
         return YES
 
-    def bind(self, inputs):
+    def _bind(self, inputs):
         sc = inputs.scenario
         module, op, known = load_library()
         left, right = fa_window(sc)

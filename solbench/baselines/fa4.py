@@ -86,7 +86,7 @@ class Adapter(AdapterBase):
                 return no("fp8 needs head dim % 16")
         return YES
 
-    def bind(self, inputs):
+    def _bind(self, inputs):
         import torch
         from flash_attn.cute import interface
 

@@ -45,8 +45,8 @@ class FlashInferAdapter(AdapterBase):
     modules = ("flashinfer",)
     backend = ""
 
-    def __init__(self, device: str = "cuda"):
-        super().__init__(device)
+    def __init__(self, device: str = "cuda", arch: str | None = None):
+        super().__init__(device, arch)
         self._workspace = None
 
     @classmethod
@@ -85,7 +85,7 @@ class FlashInferAdapter(AdapterBase):
             self._workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=self.device)
         return self._workspace
 
-    def bind(self, inputs):
+    def _bind(self, inputs):
         import flashinfer
 
         sc = inputs.scenario

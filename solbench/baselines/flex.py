@@ -120,8 +120,8 @@ class Adapter(AdapterBase):
     modules = ("torch",)
     label = "torch FlexAttention, torch.compile'd, packed batch + BlockMask"
 
-    def __init__(self, device: str = "cuda"):
-        super().__init__(device)
+    def __init__(self, device: str = "cuda", arch: str | None = None):
+        super().__init__(device, arch)
         import torch._dynamo
 
         config = torch._dynamo.config
@@ -141,7 +141,7 @@ class Adapter(AdapterBase):
             return no("no keys at all")
         return YES
 
-    def bind(self, inputs):
+    def _bind(self, inputs):
         from torch.nn.attention.flex_attention import create_block_mask
 
         sc = inputs.scenario

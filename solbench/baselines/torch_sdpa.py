@@ -68,7 +68,7 @@ class SdpaAdapter(AdapterBase):
     def _backend_limits(cls, sc: Scenario, arch: str) -> Support:
         return YES
 
-    def bind(self, inputs):
+    def _bind(self, inputs):
         import torch
         import torch.nn.functional as F
         from torch.nn.attention import SDPBackend, sdpa_kernel
