@@ -32,8 +32,11 @@ FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "err
 
 
 def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, device: str,
-             timeout_s: float, bound_fn=None) -> Outcome:
-    """workers: 'candidate' first, then comparators ('seed', baselines) in a fixed order."""
+             timeout_s: float, bound_fn=None, supports=None) -> Outcome:
+    """workers: 'candidate' first, then comparators ('seed', baselines) in a fixed order.
+
+    supports: per baseline, scenario -> (ok, reason); a pair a baseline does not claim is recorded as
+    skipped with its reason and never sent to the worker."""
     from solbench.inputs import make_inputs
     from solbench.reference import reference
 
@@ -45,6 +48,12 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
     ready: list[str] = []
     # Comparators first, so the candidate's verdict can use the seed's error as a yardstick.
     for name in [n for n in workers if n != "candidate"] + ["candidate"]:
+        claim = (supports or {}).get(name)
+        if claim is not None:
+            ok, why = claim(sc)
+            if not ok:
+                comparators[name] = {"status": Status.SKIPPED.value, "reason": f"not supported: {why}", "error": None}
+                continue
         status, reason, error = _check(sc, workers[name], ref_out, ref_lse, policy, timeout_s,
                                        seed_error=errors.get("seed") if name == "candidate" else None)
         if error is not None:
@@ -84,6 +93,12 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
         if b and is_faster_than_light(t_ms, b):
             status = Status.FASTER_THAN_LIGHT
             reason = f"median {t_ms * 1e3:.2f} us is below the {b.arch} speed-of-light bound {b.bound_ms * 1e3:.2f} us"
+    from solbench.timing import HOST_GAP
+
+    if status is Status.PASSED and HOST_GAP in measurements["candidate"].flags:
+        status = Status.HIDDEN_WORK
+        reason = ("device time on the timed stream is far below the synchronised wall time of the call: "
+                  "work ran outside the stream it was given")
     return Outcome(status=status, reason=reason, measurements=measurements, ratios=ratios, bound=bound, **base)
 
 

@@ -27,6 +27,8 @@ class Status(str, enum.Enum):
     UNWRITTEN = "unwritten"
     NONFINITE = "nonfinite"
     FASTER_THAN_LIGHT = "faster_than_light"
+    HIDDEN_WORK = "hidden_work"
+    """Device time on the timed stream far below the synchronised wall time: work escaped the stream."""
 
     @property
     def is_failure(self) -> bool:

@@ -178,11 +178,12 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     write_result(result, folder)
     bound_fn = _bound_fn(arch)
     workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log") for n, s in specs.items()}
+    supports = _baseline_claims(specs, arch)
     try:
         for sc in scenarios:
             if sc.id in done:
                 continue
-            outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn)
+            outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports)
             result = replace(result, outcomes=result.outcomes + (outcome,))
             write_result(result, folder)
             if on_outcome:
@@ -193,6 +194,19 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         for w in workers.values():
             w.stop()
     return result
+
+
+def _baseline_claims(specs: dict[str, ImplSpec], arch: str) -> dict:
+    """Per baseline, scenario -> (ok, reason): a pair it does not claim is skipped, never run."""
+    from solbench.baselines import claims
+
+    def claim_for(name):
+        def claim(sc):
+            support = claims(name, sc, arch)
+            return support.ok, support.reason
+        return claim
+
+    return {n: claim_for(n) for n, s in specs.items() if s.kind == "baseline"}
 
 
 def _bound_fn(arch: str):

@@ -19,6 +19,10 @@ from solbench.impls import ImplSpec
 from solbench.policy import TimingPolicy
 
 
+WORKER_LOG_PREFIX = "[solbench worker]"
+"""Prefix of the worker's own log lines (command durations), kept out of crash messages."""
+
+
 class WorkerFailure(Exception):
     """The worker died, hung or raised; `kind` is 'crash', 'timeout' or 'error'."""
 
@@ -62,7 +66,8 @@ class Worker:
                 raise WorkerFailure("timeout", f"{self.spec.name}: no answer to {cmd!r} within {timeout_s:g} s")
             status, value = self._conn.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError):
-            code = self._proc.exitcode if self._proc else None
+            self._proc.join(2)  # reap it, so the exit code (the signal) can be reported
+            code = self._proc.exitcode
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: worker died ({_describe_exit(code)}){self._log_tail()}") from None
         if status == "error":
@@ -87,7 +92,8 @@ class Worker:
 
     def _log_tail(self, lines: int = 3) -> str:
         try:
-            tail = [l for l in self.log_path.read_text(errors="replace").splitlines() if l.strip()][-lines:]
+            tail = [l for l in self.log_path.read_text(errors="replace").splitlines()
+                    if l.strip() and not l.startswith(WORKER_LOG_PREFIX)][-lines:]
         except OSError:
             return ""
         return (": " + " | ".join(tail)) if tail else ""
@@ -115,7 +121,7 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
     os.dup2(log.fileno(), 2)
     started = time.perf_counter()
     state = _WorkerState(spec, device, policy)
-    print(f"[solbench worker] start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
+    print(f"{WORKER_LOG_PREFIX} start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
     while True:
         try:
             cmd, payload = conn.recv()
@@ -126,7 +132,7 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
         try:
             started = time.perf_counter()
             value = getattr(state, cmd)(payload)
-            print(f"[solbench worker] {cmd} {time.perf_counter() - started:.3f} s", flush=True)
+            print(f"{WORKER_LOG_PREFIX} {cmd} {time.perf_counter() - started:.3f} s", flush=True)
             conn.send(("ok", value))
         except Exception as exc:
             traceback.print_exc()
