@@ -50,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     except SolbenchError as exc:
         print(f"solbench {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `solbench ... | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(f"solbench {args.command}: interrupted", file=sys.stderr)
         return 130
