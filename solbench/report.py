@@ -133,7 +133,18 @@ def write_csv(result: RunResult, path: Path) -> None:
             writer.writerows(rows)
 
 
-def write_markdown(result: RunResult, path: Path) -> None:
+def render_gap_table(result: RunResult, fmt: str = "github") -> str:
+    from tabulate import tabulate
+
+    from solbench.gap_report import gap_rows
+
+    rows = gap_rows(result)
+    if not rows:
+        return "(no timed scenario has a roofline bound)"
+    return tabulate([[_fmt(v) for v in r.values()] for r in rows], headers=list(rows[0]), tablefmt=fmt)
+
+
+def write_markdown(result: RunResult, path: Path, charts: dict | None = None) -> None:
     env = result.environment
     gpu = (env.get("gpu") or {}).get("name") if isinstance(env.get("gpu"), dict) else env.get("gpu_name")
     impls = result.candidate.get("implementations", {})
@@ -149,14 +160,25 @@ def write_markdown(result: RunResult, path: Path) -> None:
         "Speedups `x_<comparator>` are median per-round t_comparator / t_candidate (> 1: candidate faster); "
         "`noise_pct` is the candidate median's 95 % CI half-width.", "",
         render_table(result, fmt="github", max_reason=120), "",
+        "## Gap to the speed of light", "",
+        "Bounds are max(FLOPs / peak, bytes / bandwidth) for the datasheet and for the measured ceilings; "
+        "largest remaining gap first.", "",
+        render_gap_table(result), "",
     ]
+    for name, chart in (charts or {}).items():
+        text += [f"![{name}]({Path(chart).name})", ""]
     path.write_text("\n".join(text))
 
 
 def write_reports(result: RunResult, folder: Path) -> list[Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    md, csv_path = folder / "summary.md", folder / "results.csv"
-    write_markdown(result, md)
+    from solbench.gap_report import write_charts
+    from solbench.report_html import write_html
+
+    md, csv_path, html = folder / "summary.md", folder / "results.csv", folder / "summary.html"
+    charts = write_charts(result, folder)
+    write_markdown(result, md, charts)
     write_csv(result, csv_path)
-    return [md, csv_path]
+    write_html(result, html, charts)
+    return [md, csv_path, html, *charts.values()]

@@ -26,7 +26,7 @@ def run(args) -> int:
         print(render_summary(result))
     if args.out or args.format != "table":
         with tempfile.TemporaryDirectory() as scratch:
-            md, csv_path = write_reports(result, args.out or Path(scratch))
+            md, csv_path = write_reports(result, args.out or Path(scratch))[:2]
             if args.format != "table":
                 print((md if args.format == "markdown" else csv_path).read_text())
     return 1 if result.failures() else 0

@@ -1,0 +1,36 @@
+"""Gap report and HTML summary, rendered from a committed H200 result (no GPU needed)."""
+
+from pathlib import Path
+
+from solbench.cli import main
+from solbench.gap_report import gap_rows, timed_points
+from solbench.runner import load_result
+
+REFERENCE = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200-seed" / "real.json"
+
+
+def test_gap_rows_sorted_by_remaining_gap():
+    result = load_result(REFERENCE)
+    rows = gap_rows(result)
+    assert len(rows) == 24
+    pct = [r["sol_measured_pct"] for r in rows]
+    assert pct == sorted(pct) and all(0 < p < 100 for p in pct)
+    assert all(r["measured_bound_us"] >= r["bound_us"] for r in rows)  # measured ceilings are lower
+    assert {r["limit"] for r in rows} <= {"compute", "memory"}
+
+
+def test_points_carry_both_sol_fractions():
+    points = timed_points(load_result(REFERENCE))
+    assert points and all(p["sol_fraction"] <= p["sol_datasheet"] * 1.0001 or p["sol_fraction"] > 0 for p in points)
+    assert all(p["flops"] > 0 and p["bytes"] > 0 and p["time_ms"] > 0 for p in points)
+
+
+def test_report_writes_markdown_html_and_charts(tmp_path, capsys):
+    assert main(["report", str(REFERENCE), "--out", str(tmp_path)]) == 0
+    names = {p.name for p in tmp_path.iterdir()}
+    assert {"summary.md", "summary.html", "results.csv", "roofline.png", "sol.png"} <= names
+    md = (tmp_path / "summary.md").read_text()
+    assert "## Gap to the speed of light" in md and "![roofline](roofline.png)" in md
+    page = (tmp_path / "summary.html").read_text()
+    assert page.count("data:image/png;base64,") == 2 and "<table>" in page
+    assert (tmp_path / "roofline.png").stat().st_size > 10_000
