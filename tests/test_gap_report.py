@@ -21,7 +21,8 @@ def test_gap_rows_sorted_by_remaining_gap():
 
 def test_points_carry_both_sol_fractions():
     points = timed_points(load_result(REFERENCE))
-    assert points and all(p["sol_fraction"] <= p["sol_datasheet"] * 1.0001 or p["sol_fraction"] > 0 for p in points)
+    # The measured ceilings are lower than the datasheet, so the same time is a larger fraction of them.
+    assert points and all(p["sol_fraction"] >= p["sol_datasheet"] > 0 for p in points)
     assert all(p["flops"] > 0 and p["bytes"] > 0 and p["time_ms"] > 0 for p in points)
 
 
