@@ -79,3 +79,18 @@ def test_bad_arguments_give_one_line(tmp_path, capsys):
     assert "unknown suite" in capsys.readouterr().err
     assert main(["run", "README.md", "--device", "cpu"]) == 5
     assert "a candidate is a .cu file or a Python module" in capsys.readouterr().err
+
+
+def test_other_arch_builds_bounds_and_exits_7(capsys):
+    """--arch b200 without a B200: build for sm_100a, forbidden-library check, bounds, exit 7."""
+    code = main(["run", "reference_kernels/seed_attention.cu", "--arch", "b200", "--suite", "smoke"])
+    captured = capsys.readouterr()
+    assert code == 7
+    assert "for b200" in captured.out and "forbidden-library check passed" in captured.out
+    assert "prefill-b2-sq64-skv64-hq4-hkv4-d128-bf16-causal" in captured.out and "bound_us" in captured.out
+    assert captured.err.strip().endswith("(built and bounded only)") and captured.err.count("\n") == 1
+
+
+def test_cu_candidate_on_cpu_is_a_clear_error(capsys):
+    assert main(["run", "reference_kernels/seed_attention.cu", "--device", "cpu"]) == 2
+    assert "needs a GPU" in capsys.readouterr().err
