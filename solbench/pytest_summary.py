@@ -5,7 +5,7 @@ from __future__ import annotations
 from solbench import stats
 from solbench.check import Verdict
 from solbench.model import Status
-from solbench.report import scores
+from solbench.report import score_line, scores
 
 
 def summary_lines(session) -> list[str]:
@@ -18,12 +18,7 @@ def summary_lines(session) -> list[str]:
     skipped = sum(o.status is Status.SKIPPED for o in outcomes)
     lines = [f"kernel {session.kernel} on suite {result.suite} (arch {result.arch}): {len(outcomes)} scenarios, "
              f"{len(outcomes) - len(wrong) - skipped} correct, {len(wrong)} wrong, {skipped} skipped"]
-    for score in scores(result):
-        if score.failed:
-            lines.append(f"score vs {score.comparator}: 0 ({len(score.failed)} scenario(s) not passed)")
-        else:
-            lines.append(f"geomean speedup vs {score.comparator}: {score.geomean:.3f}x (95% CI {score.lo:.3f}-"
-                         f"{score.hi:.3f}) over {score.scenarios} scenarios")
+    lines += [score_line(score) for score in scores(result)]
     if session.base is not None:
         items = list(session.verdicts.values())
         count = {v: sum(i.verdict is v for i in items) for v in Verdict}

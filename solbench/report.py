@@ -61,6 +61,14 @@ def scores(result: RunResult) -> list[Score]:
     return out
 
 
+def score_line(s: Score) -> str:
+    """One line per comparator: the geomean with its interval, or 0 and how many scenarios failed."""
+    if s.failed:
+        return f"score vs {s.comparator}: 0 ({len(s.failed)} scenario(s) not passed)"
+    return (f"geomean speedup vs {s.comparator}: {s.geomean:.4f}x (95% CI {s.lo:.4f}-{s.hi:.4f}) "
+            f"over {s.scenarios} scenarios")
+
+
 def scenario_rows(result: RunResult) -> list[dict]:
     from solbench.stats import median, rel_ci_halfwidth
 
@@ -108,12 +116,7 @@ def render_summary(result: RunResult) -> str:
     done = f"{len(result.outcomes)}/{result.scenario_count}" + ("" if result.complete else " (incomplete)")
     lines = [f"suite {result.suite} on {result.arch}: {done} scenarios; "
              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
-    for s in scores(result):
-        if s.failed:
-            lines.append(f"score vs {s.comparator}: 0 ({len(s.failed)} scenario(s) failed)")
-        else:
-            lines.append(f"score vs {s.comparator}: geomean speedup {s.geomean:.4f} "
-                         f"[95% CI {s.lo:.4f}, {s.hi:.4f}] over {s.scenarios} scenarios")
+    lines += [score_line(s) for s in scores(result)]
     for o in result.outcomes:
         if o.status is not Status.PASSED:
             lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")

@@ -22,7 +22,7 @@ def repo_cwd(monkeypatch, request):
 def test_correct_candidate_passes_and_writes_reports(tmp_path, capsys):
     assert main(["run", GOOD, "--suite", "smoke", "--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "10/10 scenarios; passed 10" in out and "score vs seed: geomean speedup" in out
+    assert "10/10 scenarios; passed 10" in out and "geomean speedup vs seed: " in out
     result = load_result(tmp_path / "results.json")
     assert result.complete and len(result.outcomes) == 10
     assert all(o.measurements["candidate"].samples_ms and o.ratios["seed"] for o in result.outcomes)
