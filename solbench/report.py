@@ -154,7 +154,7 @@ def write_markdown(result: RunResult, path: Path, charts: dict | None = None) ->
     text = [
         f"# solbench run `{result.run_id}`", "",
         f"- candidate: `{result.candidate.get('name')}` ({result.candidate.get('kind')}), sha256 `{result.candidate.get('sha256', '')[:16]}`",
-        f"- implementations: " + ", ".join(f"{k} = `{v}`" for k, v in impls.items()),
+        "- implementations: " + ", ".join(f"{k} = `{v}`" for k, v in impls.items()),
         f"- suite: `{result.suite}` (hash `{result.suite_hash[:12]}`), arch `{result.arch}`, device {gpu or 'cpu'}",
         f"- timing: {result.policy.get('method')}, target median CI ±{result.policy.get('target_rel_ci', 0):.1%}, "
         f"cold L2 {result.policy.get('cold_l2')}", "",

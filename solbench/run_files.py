@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from solbench.errors import ConfigError, SolbenchError
-from solbench.model import Outcome, RunResult
+from solbench.model import RunResult
 
 MACHINE_KEY = "solbench"
 """Key under pytest-benchmark's machine_info holding the run header."""

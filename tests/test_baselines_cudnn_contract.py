@@ -14,14 +14,12 @@ import types
 from enum import Enum
 
 import pytest
+from adapter_checks import run_and_judge
 
 torch = pytest.importorskip("torch")
 from solbench.baselines import cudnn as adapter_module  # noqa: E402
-from solbench.inputs import make_inputs  # noqa: E402
 from solbench.model import Status  # noqa: E402
-from solbench.reference import reference  # noqa: E402
 from solbench.suites import load_suite  # noqa: E402
-from solbench.verdict import judge  # noqa: E402
 
 
 class T:
@@ -153,10 +151,5 @@ def test_cudnn_graph_reads_and_writes_what_cudnn_would(sc, fake_cudnn):
     if not adapter_module.Adapter.supports(sc, "h200").ok:
         pytest.skip(adapter_module.Adapter.supports(sc, "h200").reason)
     adapter = adapter_module.Adapter(device="cpu")
-    inputs = make_inputs(sc, device="cpu")
-    call = adapter.bind(inputs)
-    inputs.poison()
-    call()
-    ref_out, ref_lse = reference(inputs)
-    verdict = judge(inputs.out, inputs.lse, ref_out, ref_lse, sc.dtype, writes_lse=adapter.writes_lse)
+    verdict = run_and_judge(adapter, sc)
     assert verdict.status is Status.PASSED, verdict.reason

@@ -12,14 +12,12 @@ import sys
 import types
 
 import pytest
+from adapter_checks import run_and_judge
 
 torch = pytest.importorskip("torch")
 from solbench.baselines import fa3, fa4  # noqa: E402
-from solbench.inputs import make_inputs  # noqa: E402
 from solbench.model import Status  # noqa: E402
-from solbench.reference import reference  # noqa: E402
 from solbench.suites import load_suite  # noqa: E402
-from solbench.verdict import judge  # noqa: E402
 
 
 def fa_contract(q, k, v, out, *, cu_seqlens_q=None, cu_seqlens_k=None, seqused_k=None, page_table=None,
@@ -141,12 +139,7 @@ def claimed(cls, suites=("smoke", "edge")):
 
 
 def check(adapter, sc):
-    inputs = make_inputs(sc, device="cpu")
-    call = adapter.bind(inputs)
-    inputs.poison()
-    call()
-    ref_out, ref_lse = reference(inputs)
-    verdict = judge(inputs.out, inputs.lse, ref_out, ref_lse, sc.dtype, writes_lse=adapter.writes_lse)
+    verdict = run_and_judge(adapter, sc)
     assert verdict.status is Status.PASSED, f"{sc.id}: {verdict.reason}"
 
 

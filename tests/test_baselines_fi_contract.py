@@ -12,15 +12,13 @@ import sys
 import types
 
 import pytest
+from adapter_checks import run_and_judge
 
 torch = pytest.importorskip("torch")
 from solbench.baselines import flashinfer as fi  # noqa: E402
-from solbench.inputs import make_inputs  # noqa: E402
 from solbench.model import Status  # noqa: E402
-from solbench.reference import reference  # noqa: E402
 from solbench.scenario import MaskSpec, Scenario  # noqa: E402
 from solbench.suites import load_suite  # noqa: E402
-from solbench.verdict import judge  # noqa: E402
 
 CALLS = []
 
@@ -148,12 +146,7 @@ def test_flashinfer_adapter_honours_the_wrapper_contract(cls, sc, fake_flashinfe
     if not cls.supports(sc, "h200").ok:
         pytest.skip(cls.supports(sc, "h200").reason)
     adapter = cls(device="cpu")
-    inputs = make_inputs(sc, device="cpu")
-    call = adapter.bind(inputs)
-    inputs.poison()
-    call()
-    ref_out, ref_lse = reference(inputs)
-    verdict = judge(inputs.out, inputs.lse, ref_out, ref_lse, sc.dtype, writes_lse=adapter.writes_lse)
+    verdict = run_and_judge(adapter, sc)
     assert verdict.status is Status.PASSED, verdict.reason
     assert adapter.writes_lse == (not sc.sinks)
     wrapper = fake_flashinfer[-1]
