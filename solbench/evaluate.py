@@ -82,6 +82,15 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
             comparators[exc.worker].update(status=FAILURE_STATUS[exc.kind].value, reason=f"while timing: {exc}")
             ready.remove(exc.worker)
     t = trace(f"{sc.id} timing", t)
+    # Check the candidate again on an input copy the timing loop used many times: a kernel whose
+    # later calls skip work (caching by pointer, returning early) fails here, not in the score.
+    ref_out, ref_lse = reference(make_inputs(sc, trial=policy.rotate_inputs, device=device))
+    status, reason, _ = _check(sc, workers["candidate"], ref_out, ref_lse, policy, timeout_s,
+                               seed_error=None, timed=True)
+    del ref_out, ref_lse
+    t = trace(f"{sc.id} check after timing", t)
+    if status is not Status.PASSED:
+        return Outcome(status=status, reason=f"after timing: {reason}", **base)
     status, reason, bound = Status.PASSED, "", None
     if bound_fn is not None:
         from solbench.roofline import is_faster_than_light
@@ -102,18 +111,23 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
     return Outcome(status=status, reason=reason, measurements=measurements, ratios=ratios, bound=bound, **base)
 
 
-def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error):
-    """(status, reason, ErrorStats | None) for one implementation on trial 0."""
+def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error, timed: bool = False):
+    """(status, reason, ErrorStats | None) for one implementation on trial 0 (timed=False, after a
+    fresh prepare) or on the last timed input copy (timed=True, after timing)."""
     from solbench.verdict import judge
 
     try:
-        info = worker.request("prepare", {"scenario": sc.to_dict(), "rotate": policy.rotate_inputs}, timeout_s)
-        reply = worker.request("check", None, timeout_s)
+        if not timed:
+            info = worker.request("prepare", {"scenario": sc.to_dict(), "rotate": policy.rotate_inputs}, timeout_s)
+        else:
+            info = {"writes_lse": worker.writes_lse}
+        reply = worker.request("check", {"timed": timed}, timeout_s)
         if isinstance(reply, dict):
             return Status.SKIPPED, f"declined (unsupported): {reply['unsupported']}", None
         out, lse = (t.to(ref_out.device) for t in reply)
     except WorkerFailure as exc:
         return FAILURE_STATUS[exc.kind], str(exc), None
+    worker.writes_lse = info["writes_lse"]
     verdict = judge(out, lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"], seed_error=seed_error)
     return verdict.status, verdict.reason, verdict.error
 

@@ -94,3 +94,12 @@ def test_other_arch_builds_bounds_and_exits_7(capsys):
 def test_cu_candidate_on_cpu_is_a_clear_error(capsys):
     assert main(["run", "reference_kernels/seed_attention.cu", "--device", "cpu"]) == 2
     assert "needs a GPU" in capsys.readouterr().err
+
+
+def test_caching_by_pointer_is_caught_after_timing(tmp_path):
+    result = run(RunConfig(candidate="tests/data/candidates/caches_by_pointer.py", suite="smoke", device="cpu",
+                           policy=QUICK, out_dir=tmp_path, max_scenarios=3))
+    assert all(o.status is Status.UNWRITTEN for o in result.outcomes)
+    # The first scenario's buffers are all new, so only the check after timing can catch it there
+    # (later scenarios may reuse freed addresses it has already seen, and fail on their first call).
+    assert result.outcomes[0].reason.startswith("after timing:")

@@ -1,0 +1,20 @@
+"""Cheats by caching: computes on the first call for a given output buffer, then returns at once
+(as a kernel that skips work on inputs it has seen). Correct on every first call, so only a check
+after timing catches it."""
+
+import importlib.util
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location(
+    "torch_attention", Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")
+_good = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_good)
+_seen = set()
+
+
+def forward(inp):
+    key = inp.out.data_ptr()
+    if key in _seen:
+        return
+    _seen.add(key)
+    _good.forward(inp)
