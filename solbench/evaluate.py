@@ -37,39 +37,11 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
 
     supports: per baseline, scenario -> (ok, reason); a pair a baseline does not claim is recorded as
     skipped with its reason and never sent to the worker."""
-    from solbench.inputs import make_inputs
-    from solbench.reference import reference
-
-    t = time.perf_counter()
-    ref_out, ref_lse = reference(make_inputs(sc, trial=0, device=device))
-    t = trace(f"{sc.id} reference", t)
-    errors: dict[str, ErrorStats] = {}
-    comparators: dict[str, dict] = {}
-    ready: list[str] = []
-    # Comparators first, so the candidate's verdict can use the seed's error as a yardstick.
-    for name in [n for n in workers if n != "candidate"] + ["candidate"]:
-        claim = (supports or {}).get(name)
-        if claim is not None:
-            ok, why = claim(sc)
-            if not ok:
-                comparators[name] = {"status": Status.SKIPPED.value, "reason": f"not supported: {why}", "error": None}
-                continue
-        status, reason, error = _check(sc, workers[name], ref_out, ref_lse, policy, timeout_s,
-                                       seed_error=errors.get("seed") if name == "candidate" else None)
-        if error is not None:
-            errors[name] = error
-        if name == "candidate":
-            cand = (status, reason, error)
-        else:
-            comparators[name] = {"status": status.value, "reason": reason, "error": error.__dict__ if error else None}
-        if status is Status.PASSED:
-            ready.append(name)
-        t = trace(f"{sc.id} check {name}", t)
-    del ref_out, ref_lse
-    status, reason, error = cand
+    (status, reason, error), comparators, ready = _check_all(sc, workers, policy, device, timeout_s, supports or {})
     base = dict(scenario_id=sc.id, scenario=sc.to_dict(), error=error, comparators=comparators)
     if status is not Status.PASSED:
         return Outcome(status=status, reason=reason, **base)
+    t = time.perf_counter()
     method = "cuda_events" if device == "cuda" else "host_clock"
     while True:
         try:
@@ -82,33 +54,75 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
             comparators[exc.worker].update(status=FAILURE_STATUS[exc.kind].value, reason=f"while timing: {exc}")
             ready.remove(exc.worker)
     t = trace(f"{sc.id} timing", t)
-    # Check the candidate again on an input copy the timing loop used many times: a kernel whose
-    # later calls skip work (caching by pointer, returning early) fails here, not in the score.
-    ref_out, ref_lse = reference(make_inputs(sc, trial=policy.rotate_inputs, device=device))
-    status, reason, _ = _check(sc, workers["candidate"], ref_out, ref_lse, policy, timeout_s,
-                               seed_error=None, timed=True)
-    del ref_out, ref_lse
-    t = trace(f"{sc.id} check after timing", t)
+    status, reason = _recheck_after_timing(sc, workers["candidate"], policy, device, timeout_s)
+    trace(f"{sc.id} check after timing", t)
     if status is not Status.PASSED:
         return Outcome(status=status, reason=f"after timing: {reason}", **base)
-    status, reason, bound = Status.PASSED, "", None
-    if bound_fn is not None:
-        from solbench.roofline import is_faster_than_light
-        from solbench.stats import median
+    bound = bound_fn(sc) if bound_fn else None
+    status, reason = _speed_verdict(measurements["candidate"], bound)
+    return Outcome(status=status, reason=reason, measurements=measurements, ratios=ratios,
+                   bound=bound.to_dict() if bound else None, **base)
 
-        b = bound_fn(sc)
-        bound = b.to_dict() if b else None
-        t_ms = median(measurements["candidate"].samples_ms)
-        if b and is_faster_than_light(t_ms, b):
-            status = Status.FASTER_THAN_LIGHT
-            reason = f"median {t_ms * 1e3:.2f} us is below the {b.arch} speed-of-light bound {b.bound_ms * 1e3:.2f} us"
+
+def _check_all(sc, workers, policy, device, timeout_s, supports):
+    """Check every implementation on trial 0: the candidate's verdict, the comparators' records,
+    and the names that passed (only those are timed)."""
+    from solbench.inputs import make_inputs
+    from solbench.reference import reference
+
+    t = time.perf_counter()
+    ref_out, ref_lse = reference(make_inputs(sc, trial=0, device=device))
+    t = trace(f"{sc.id} reference", t)
+    errors: dict[str, ErrorStats] = {}
+    comparators: dict[str, dict] = {}
+    ready: list[str] = []
+    # Comparators first, so the candidate's verdict can use the seed's error as a yardstick.
+    for name in [n for n in workers if n != "candidate"] + ["candidate"]:
+        if name in supports:
+            ok, why = supports[name](sc)
+            if not ok:
+                comparators[name] = {"status": Status.SKIPPED.value, "reason": f"not supported: {why}", "error": None}
+                continue
+        status, reason, error = _check(sc, workers[name], ref_out, ref_lse, policy, timeout_s,
+                                       seed_error=errors.get("seed") if name == "candidate" else None)
+        if error is not None:
+            errors[name] = error
+        if name == "candidate":
+            candidate = (status, reason, error)
+        else:
+            comparators[name] = {"status": status.value, "reason": reason, "error": error.__dict__ if error else None}
+        if status is Status.PASSED:
+            ready.append(name)
+        t = trace(f"{sc.id} check {name}", t)
+    return candidate, comparators, ready
+
+
+def _recheck_after_timing(sc, worker, policy, device, timeout_s):
+    """Check the candidate again on an input copy the timing loop used many times: a kernel whose
+    later calls skip work (caching by pointer, returning early) fails here, not in the score."""
+    from solbench.inputs import make_inputs
+    from solbench.reference import reference
+
+    ref_out, ref_lse = reference(make_inputs(sc, trial=policy.rotate_inputs, device=device))
+    status, reason, _ = _check(sc, worker, ref_out, ref_lse, policy, timeout_s, seed_error=None, timed=True)
+    return status, reason
+
+
+def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
+    """faster_than_light below the datasheet bound; hidden_work when the host clock saw work the
+    stream's events did not."""
+    from solbench.roofline import is_faster_than_light
+    from solbench.stats import median
     from solbench.timing import HOST_GAP
 
-    if status is Status.PASSED and HOST_GAP in measurements["candidate"].flags:
-        status = Status.HIDDEN_WORK
-        reason = ("device time on the timed stream is far below the synchronised wall time of the call: "
-                  "work ran outside the stream it was given")
-    return Outcome(status=status, reason=reason, measurements=measurements, ratios=ratios, bound=bound, **base)
+    t_ms = median(measurement.samples_ms)
+    if bound is not None and is_faster_than_light(t_ms, bound):
+        return Status.FASTER_THAN_LIGHT, (f"median {t_ms * 1e3:.2f} us is below the {bound.arch} speed-of-light "
+                                          f"bound {bound.bound_ms * 1e3:.2f} us")
+    if HOST_GAP in measurement.flags:
+        return Status.HIDDEN_WORK, ("device time on the timed stream is far below the synchronised wall time "
+                                    "of the call: work ran outside the stream it was given")
+    return Status.PASSED, ""
 
 
 def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error, timed: bool = False):
