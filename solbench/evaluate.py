@@ -80,6 +80,9 @@ def _check_all(sc, workers, policy, device, timeout_s, supports):
     for name in [n for n in workers if n != "candidate"] + ["candidate"]:
         if name in supports:
             ok, why = supports[name](sc)
+            if not ok and name == "candidate":
+                candidate = (Status.SKIPPED, f"not supported: {why}", None)
+                continue
             if not ok:
                 comparators[name] = {"status": Status.SKIPPED.value, "reason": f"not supported: {why}", "error": None}
                 continue

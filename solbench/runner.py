@@ -105,7 +105,16 @@ def implementation_specs(config: RunConfig, device: str, arch: str) -> dict[str,
     return specs
 
 
+BASELINE_PREFIX = "baseline:"
+"""`solbench run baseline:fa3`: a baseline library as the candidate (A/A experiments, leaderboard entries)."""
+
+
 def _source_spec(name: str, path: str, arch: str, config: RunConfig, candidate: bool = True) -> ImplSpec:
+    if path.startswith(BASELINE_PREFIX):
+        from solbench.baselines import resolve_baselines
+
+        (library,) = resolve_baselines((path[len(BASELINE_PREFIX):],))
+        return ImplSpec(name, "baseline", library, path)
     if not Path(path).exists():
         raise ConfigError(f"{path}: no such file")
     kind = candidate_kind(path)
@@ -120,7 +129,8 @@ def _source_spec(name: str, path: str, arch: str, config: RunConfig, candidate: 
 
 
 def new_run_id(candidate: str, suite: str) -> str:
-    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{Path(candidate).stem}-{suite}"
+    stem = candidate.replace(":", "-") if candidate.startswith(BASELINE_PREFIX) else Path(candidate).stem
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{stem}-{suite}"
 
 
 def write_result(result: RunResult, folder: Path) -> Path:
@@ -162,7 +172,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     previous = load_result(config.resume) if config.resume else None
     if previous and previous.suite_hash != suite.hash:
         raise ConfigError(f"--resume {config.resume}: made with a different version of suite {suite.name!r}")
-    folder = Path(config.resume) if config.resume else (config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
+    folder = Path(config.resume or config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
     if folder.suffix == ".json":
         folder = folder.parent
     done = {o.scenario_id: o for o in previous.outcomes} if previous else {}
@@ -206,7 +216,7 @@ def _baseline_claims(specs: dict[str, ImplSpec], arch: str) -> dict:
             return support.ok, support.reason
         return claim
 
-    return {n: claim_for(n) for n, s in specs.items() if s.kind == "baseline"}
+    return {n: claim_for(s.path) for n, s in specs.items() if s.kind == "baseline"}
 
 
 def _bound_fn(arch: str):
@@ -226,6 +236,12 @@ def _bound_fn(arch: str):
 
 
 def _sha256(path: str) -> str:
+    """Of the candidate's source; for a baseline, of its name and installed version."""
     import hashlib
 
+    if path.startswith(BASELINE_PREFIX):
+        from solbench.baselines import get_adapter_class
+
+        library = path[len(BASELINE_PREFIX):]
+        return hashlib.sha256(f"{library} {get_adapter_class(library).version()}".encode()).hexdigest()
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()

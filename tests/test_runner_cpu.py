@@ -103,3 +103,16 @@ def test_caching_by_pointer_is_caught_after_timing(tmp_path):
     # The first scenario's buffers are all new, so only the check after timing can catch it there
     # (later scenarios may reuse freed addresses it has already seen, and fail on their first call).
     assert result.outcomes[0].reason.startswith("after timing:")
+
+
+def test_a_baseline_can_be_the_candidate(tmp_path):
+    """baseline:NAME evaluates a library itself (A/A experiments, leaderboard entries): scenarios it does
+    not claim (judged for h200) are skipped with its reason; the others run in its worker, which on this
+    CPU-only machine fails cleanly (SDPA's efficient backend is CUDA-only), costing just those scenarios."""
+    result = run(RunConfig(candidate="baseline:sdpa-efficient", suite="smoke", arch="h200", device="cpu",
+                           policy=QUICK, out_dir=tmp_path))
+    skipped = [o for o in result.outcomes if o.status is Status.SKIPPED]
+    ran = [o for o in result.outcomes if o.status is not Status.SKIPPED]
+    assert skipped and all(o.reason.startswith("not supported: ") for o in skipped)
+    assert ran and all(o.status is Status.RUNTIME_ERROR and "scaled_dot_product_attention" in o.reason for o in ran)
+    assert result.candidate["kind"] == "baseline" and result.complete

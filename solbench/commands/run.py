@@ -15,7 +15,8 @@ HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratio
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("candidate", help="kernel .cu file, or a Python module file defining forward(inputs)")
+    parser.add_argument("candidate", help="kernel .cu file, a Python module file defining forward(inputs), "
+                        "or baseline:NAME to evaluate a baseline library itself")
     add_to_parser(parser, RUN_OPTIONS)
     parser.add_argument("--resume", type=Path, help="finish an interrupted run (its folder or results.json)")
     parser.add_argument("--out", type=Path, help="run folder (default reports/<run-id>/)")
