@@ -1,12 +1,12 @@
 """A/A and planted-slowdown experiments for the timing policy (run on a GPU; not a unit test).
 
-A/A: the seed kernel as candidate against the seed as comparator: every per-scenario ratio should be
-1 within noise. Planted: a copy of the seed that spends ~2 % more device time per call
+A/A: the seed kernel as candidate against the seed as comparator (and, with --fast NAME, a baseline
+library against itself): every per-scenario ratio should be 1 within noise. Planted: a copy of the seed that spends ~2 % more device time per call
 (benchmarks/planted_slowdown.cu) against the seed: the slowdown should be detected (ratio CI wholly
 below 1) on nearly every scenario. Prints |ratio - 1| p50 / p95 / max, the geomean with its CI, the
 detection rate and the wall time of each run.
 
-    python benchmarks/ab_experiment.py --suite hopper [--filter ID_PART] [--max-scenarios N] [--skip-aa]
+    python benchmarks/ab_experiment.py --suite hopper [--fast fa3] [--filter ID_PART] [--max-scenarios N]
 """
 
 from __future__ import annotations
@@ -26,12 +26,15 @@ SEED = ROOT / "reference_kernels" / "seed_attention.cu"
 PLANTED = ROOT / "benchmarks" / "planted_slowdown.cu"
 
 
-def experiment(candidate: Path, args, label: str) -> dict:
+def experiment(candidate: str, args, label: str, comparator: str = "seed") -> dict:
+    """Run `candidate` against `comparator` (the seed, or a baseline of the same name for a fast A/A)."""
     start = time.perf_counter()
-    result = run(RunConfig(candidate=str(candidate), suite=args.suite, baselines=(), policy=TimingPolicy(),
-                           out_dir=Path(args.out) / label, filter=args.filter, max_scenarios=args.max_scenarios))
+    baselines = () if comparator == "seed" else (comparator,)
+    result = run(RunConfig(candidate=candidate, suite=args.suite, baselines=baselines, policy=TimingPolicy(),
+                           seed="default" if comparator == "seed" else None, out_dir=Path(args.out) / label,
+                           filter=args.filter, max_scenarios=args.max_scenarios))
     wall_s = time.perf_counter() - start
-    ratios = [o.ratios["seed"] for o in result.outcomes if o.ratios.get("seed")]
+    ratios = [o.ratios[comparator] for o in result.outcomes if o.ratios.get(comparator)]
     dev = np.array([abs(median(r) - 1) for r in ratios])
     g, lo, hi = geomean_ci(ratios)
     slower = sum(1 for r in ratios if median_ci(r)[1] < 1.0)
@@ -49,12 +52,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="reports/ab-experiment")
     ap.add_argument("--skip-aa", action="store_true")
     ap.add_argument("--skip-planted", action="store_true")
+    ap.add_argument("--fast", metavar="BASELINE", help="also an A/A of this baseline against itself (e.g. fa3)")
     args = ap.parse_args(argv)
     rows = []
     if not args.skip_aa:
-        rows.append(experiment(SEED, args, "aa-seed"))
+        rows.append(experiment(str(SEED), args, "aa-seed"))
+    if args.fast:
+        rows.append(experiment(f"baseline:{args.fast}", args, f"aa-{args.fast}", comparator=args.fast))
     if not args.skip_planted:
-        rows.append(experiment(PLANTED, args, "planted-2pct"))
+        rows.append(experiment(str(PLANTED), args, "planted-2pct"))
     print(f"\n{'run':<14}{'timed':>6}{'fail':>5}{'|r-1| p50%':>11}{'p95%':>7}{'max%':>7}"
           f"{'geomean':>9}{'95% CI':>19}{'slower':>8}{'wall s':>8}")
     for r in rows:
