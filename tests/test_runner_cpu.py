@@ -116,3 +116,8 @@ def test_a_baseline_can_be_the_candidate(tmp_path):
     assert skipped and all(o.reason.startswith("not supported: ") for o in skipped)
     assert ran and all(o.status is Status.RUNTIME_ERROR and "scaled_dot_product_attention" in o.reason for o in ran)
     assert result.candidate["kind"] == "baseline" and result.complete
+
+
+def test_unknown_arch_is_a_config_error(capsys):
+    assert main(["run", GOOD, "--arch", "a100", "--device", "cpu"]) == 2
+    assert "unknown arch 'a100'" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from solbench.options import RUN_OPTIONS, add_to_parser
+from solbench.options import QUICK, RUN_OPTIONS, add_to_parser, baselines_value, seed_value
 
 HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratios, roofline"
 
@@ -17,10 +17,9 @@ HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratio
 def add_arguments(parser) -> None:
     parser.add_argument("candidate", help="kernel .cu file, a Python module file defining forward(inputs), "
                         "or baseline:NAME to evaluate a baseline library itself")
-    add_to_parser(parser, RUN_OPTIONS)
+    add_to_parser(parser, RUN_OPTIONS + (QUICK,))
     parser.add_argument("--resume", type=Path, help="finish an interrupted run (its folder or results.json)")
     parser.add_argument("--out", type=Path, help="run folder (default reports/<run-id>/)")
-    parser.add_argument("--quick", action="store_true", help="few samples, no L2 flush: for smoke tests, not for numbers")
     parser.add_argument("--flag", action="append", default=[], help="extra nvcc flag for the candidate (repeatable)")
     parser.add_argument("--allow-lib", action="append", default=[], help="allow a forbidden library (cublas, cudnn, cutlass, cute)")
 
@@ -29,9 +28,15 @@ def run(args) -> int:
     from solbench import runner
     from solbench.errors import DeviceMismatchError
     from solbench.model import Status
-    from solbench.policy import QUICK, TimingPolicy
+    from solbench.policy import QUICK as QUICK_POLICY
+    from solbench.policy import TimingPolicy
     from solbench.report import render_summary, render_table, write_reports
 
+    from solbench.archspec import known_arches
+    from solbench.errors import ConfigError
+
+    if args.arch and args.arch not in known_arches() + ("cpu",):
+        raise ConfigError(f"unknown arch {args.arch!r}; known: {', '.join(known_arches() + ('cpu',))}")
     device = runner.resolve_device(args.device)
     present = runner.gpu_arch() if device == "cuda" else None
     if args.arch and args.arch != (present or "cpu"):
@@ -39,14 +44,11 @@ def run(args) -> int:
         raise DeviceMismatchError(f"timing {Path(args.candidate).name} for {args.arch} needs a {args.arch.upper()} GPU; "
                                   f"this machine has {present or 'no GPU'} (built and bounded only)")
     if Path(args.candidate).suffix == ".cu" and device == "cpu":
-        from solbench.errors import ConfigError
-
         raise ConfigError(f"{args.candidate}: a .cu candidate needs a GPU; pass --arch ARCH to build and bound it only")
-    seed = None if args.seed == "none" else (args.seed or "default")
-    baselines = None if args.baselines is None else tuple(b for b in args.baselines.split(",") if b and b != "none")
     config = runner.RunConfig(
-        candidate=args.candidate, suite=args.suite, arch=args.arch, device=device, baselines=baselines,
-        seed=seed, policy=QUICK if args.quick else TimingPolicy(), out_dir=args.out, timeout_s=args.timeout,
+        candidate=args.candidate, suite=args.suite, arch=args.arch, device=device,
+        baselines=baselines_value(args.baselines), seed=seed_value(args.seed),
+        policy=QUICK_POLICY if args.quick else TimingPolicy(), out_dir=args.out, timeout_s=args.timeout,
         resume=args.resume, filter=args.filter, max_scenarios=args.max_scenarios,
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib),
     )
