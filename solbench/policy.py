@@ -30,6 +30,9 @@ class TimingPolicy:
     host_check_tolerance: float = 0.5
     """Flag a sample whose event time is below (1 - this) x the host wall time of the synced call
     minus the measured host floor: work hidden on another stream."""
+    launcher_budget_ms: float = 300.0
+    """Rough device-time budget of the launcher-only A/B per implementation and scenario: repetitions
+    shrink for long calls (whose launcher overhead is negligible next to them), never below 3."""
     launch_cover_ms: float = 0.25
     """At most this long the timing stream is held by a spin kernel (sized from the measured launch time)
     while the host issues the call, so launcher host time does not leak into event time; 0 disables."""

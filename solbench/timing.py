@@ -179,24 +179,29 @@ class Timer:
     def launcher_split(self, call: Call) -> LauncherSplit:
         """Launcher-only A/B of one call; see LauncherSplit for what each number means."""
         with self._on_device():
-            eager_device = _median([self._iterate(call, False).device_ms for _ in range(_SPLIT_REPS)])
+            first = [self._iterate(call, False).device_ms for _ in range(3)]
+            # Repetitions within the policy's budget: a 100 ms call needs no 90 repetitions to show
+            # that its launcher costs nothing next to it; a 10 us call gets the full count.
+            reps = max(3, min(_SPLIT_REPS, int(self.policy.launcher_budget_ms / (3 * max(_median(first), 1e-3)))))
+            batch_size = max(2, min(_SPLIT_BATCH, reps))
+            eager_device = _median(first + [self._iterate(call, False).device_ms for _ in range(reps - 3)])
             graph_ms, graph_error = None, "no CUDA device (CPU run)"
             if self._ops is not None:
-                graph_ms, graph_error = self._graph_device_ms(call)
+                graph_ms, graph_error = self._graph_device_ms(call, reps)
             single, batch = [], []
-            for _ in range(_SPLIT_REPS):
+            for _ in range(reps):
                 self._sync()
                 t0 = time.perf_counter()
                 call()
                 self._sync()
                 single.append((time.perf_counter() - t0) * 1e3)
-            for _ in range(max(3, _SPLIT_REPS // 3)):
+            for _ in range(max(3, reps // 3)):
                 self._sync()
                 t0 = time.perf_counter()
-                for _ in range(_SPLIT_BATCH):  # back-to-back: host and device overlap as in a real loop
+                for _ in range(batch_size):  # back-to-back: host and device overlap as in a real loop
                     call()
                 self._sync()
-                batch.append((time.perf_counter() - t0) * 1e3 / _SPLIT_BATCH)
+                batch.append((time.perf_counter() - t0) * 1e3 / batch_size)
         eager_host = _median(batch)
         device = graph_ms if graph_ms is not None else eager_device
         return LauncherSplit(graph_device_ms=graph_ms, graph_error=graph_error, eager_device_ms=eager_device,
@@ -275,7 +280,7 @@ class Timer:
         jitter = floors[int(0.9 * (len(floors) - 1))] - self.host_floor_ms
         self._slack_ms = max(_MIN_SLACK_MS, 3.0 * jitter)
 
-    def _graph_device_ms(self, call: Call) -> tuple[float | None, str]:
+    def _graph_device_ms(self, call: Call, reps: int = _SPLIT_REPS) -> tuple[float | None, str]:
         try:
             replay, release = self._ops.capture(call)
         except Exception as exc:  # capture refuses host syncs, unsafe allocations, ...
@@ -283,7 +288,7 @@ class Timer:
             return None, f"graph capture failed: {type(exc).__name__}: {msg[0] if msg else ''}"
         learned = list(self._launches)  # a replay launches in microseconds: keep the eager launch history
         try:
-            return _median([self._iterate(replay, False).device_ms for _ in range(_SPLIT_REPS)]), ""
+            return _median([self._iterate(replay, False).device_ms for _ in range(reps)]), ""
         finally:
             self._launches.clear()
             self._launches.extend(learned)

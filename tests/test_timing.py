@@ -166,6 +166,25 @@ def test_cpu_launcher_split_degrades_cleanly():
     assert set(split.to_dict()) >= {"graph_device_ms", "eager_host_ms", "eager_device_ms", "overhead_ms"}
 
 
+def test_launcher_split_repetitions_follow_the_budget():
+    """A long call gets the minimum repetitions (its launcher is negligible next to it), a short one many."""
+    def counted(seconds):
+        count = [0]
+
+        def call():
+            count[0] += 1
+            _spin(seconds)
+        return call, count
+
+    timer = Timer(TimingPolicy(warmup_ms=5.0, launcher_budget_ms=60.0), "cpu")
+    long_call, long_count = counted(0.04)
+    short_call, short_count = counted(0.0001)
+    timer.launcher_split(long_call)
+    timer.launcher_split(short_call)
+    assert long_count[0] == 3 + 3 + 3 * 2  # eager reps, single reps, 3 batches of 2
+    assert short_count[0] == 15 + 15 + 5 * 10
+
+
 def test_bad_device_is_a_config_error():
     with pytest.raises(ConfigError):
         Timer(POLICY, "tpu")
