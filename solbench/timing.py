@@ -183,7 +183,7 @@ class Timer:
             # Repetitions within the policy's budget: a 100 ms call needs no 90 repetitions to show
             # that its launcher costs nothing next to it; a 10 us call gets the full count.
             reps = max(3, min(_SPLIT_REPS, int(self.policy.launcher_budget_ms / (3 * max(_median(first), 1e-3)))))
-            batch_size = max(2, min(_SPLIT_BATCH, reps))
+            batch_size = max(2, min(_SPLIT_BATCH, reps - 3))
             eager_device = _median(first + [self._iterate(call, False).device_ms for _ in range(reps - 3)])
             graph_ms, graph_error = None, "no CUDA device (CPU run)"
             if self._ops is not None:
