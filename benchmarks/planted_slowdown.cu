@@ -14,6 +14,8 @@
 #ifndef SLOWDOWN
 #define SLOWDOWN 0.02
 #endif
+// -DSLOWDOWN_PAGED_ONLY: slow down only scenarios with paged KV, so a gate can be shown to flag exactly
+// the scenarios where the slowdown applies and no others.
 
 __global__ void spin_ns(unsigned long long ns) {
     unsigned long long start, now;
@@ -44,6 +46,9 @@ extern "C" int solbench_attention_forward(const SolbenchAttentionParams* p) {
         return status;
     }
     int status = seed_forward(p);
+#ifdef SLOWDOWN_PAGED_ONLY
+    if (p->page_size == 0) return status;
+#endif
     spin_ns<<<1, 1, 0, stream>>>((unsigned long long)(found->second * SLOWDOWN * 1e6));
     return status;
 }
