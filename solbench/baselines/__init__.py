@@ -51,9 +51,10 @@ def get_adapter(name: str, device: str):
 
 
 def resolve_baselines(requested: tuple[str, ...] | None) -> tuple[str, ...]:
-    """None -> every available baseline; explicit names must be known and installed."""
+    """None -> every available baseline of the default set; explicit names must be known and installed."""
     if requested is None:
-        return tuple(name for name in REGISTRY if get_adapter_class(name).is_available())
+        return tuple(name for name in REGISTRY
+                     if get_adapter_class(name).in_default_set and get_adapter_class(name).is_available())
     unknown = [n for n in requested if n not in REGISTRY]
     if unknown:
         raise ConfigError(f"unknown baseline(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")

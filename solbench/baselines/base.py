@@ -131,6 +131,9 @@ class AdapterBase:
     """Top-level modules of which at least one must be importable."""
     label: ClassVar[str] = ""
     """One line: what is called."""
+    in_default_set: ClassVar[bool] = True
+    """Timed when --baselines is not given. False for libraries whose per-shape set-up takes minutes
+    (FlexAttention compiles every shape), which run only when named."""
 
     def __init__(self, device: str = "cuda", arch: str | None = None):
         self.device = device

@@ -119,6 +119,7 @@ class Adapter(AdapterBase):
     distributions = ("torch",)
     modules = ("torch",)
     label = "torch FlexAttention, torch.compile'd, packed batch + BlockMask"
+    in_default_set = False  # compiles every new shape (125 s for one 2x8192 shape on the H200): name it to time it
 
     def __init__(self, device: str = "cuda", arch: str | None = None):
         super().__init__(device, arch)
