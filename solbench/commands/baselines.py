@@ -39,7 +39,7 @@ def run(args) -> int:
         cls = get_adapter_class(cov.name)
         libraries.append({
             "name": cov.name, "package": cls.package, "version": cls.version(), "available": cls.is_available(),
-            "unavailable_reason": cls.unavailable_reason(), "calls": cls.label,
+            "unavailable_reason": cls.unavailable_reason(), "calls": cls.label, "in_default_set": cls.in_default_set,
             "supported": cov.supported, "total": cov.total,
             "top_reasons": [{"reason": r, "count": c} for r, c in cov.top_reasons],
         })
@@ -52,7 +52,8 @@ def run(args) -> int:
     for lib in libraries:
         why = "; ".join(f"{t['reason']} ({t['count']})" for t in lib["top_reasons"][:2])
         rows.append([lib["name"], f"solbench[{lib['package']}]", lib["version"] or "-",
-                     "yes" if lib["available"] else "no", f"{lib['supported']}/{lib['total']}", _clip(why, 90)])
+                     ("yes" if lib["available"] else "no") + ("" if lib["in_default_set"] else " (when named)"),
+                     f"{lib['supported']}/{lib['total']}", _clip(why, 90)])
     print(tabulate(rows, headers=["baseline", "extra", "version", "available", "supports", "top reasons (count)"],
                    tablefmt="simple"))
     missing = [lib for lib in libraries if not lib["available"]]
