@@ -183,6 +183,8 @@ def _time_interleaved(workers: dict[str, Worker], policy: TimingPolicy, timeout_
             if policy.retake_throttled and reply["telemetry"].get("throttled"):
                 flags[name].add("throttled_retaken")
                 reply = ask(name, "round", {"n": policy.round_samples})
+            if reply["telemetry"].get("power_capped"):
+                flags[name].add("power_capped")
             samples[name] += reply["device_ms"]
             host[name] += reply["host_ms"]
             flags[name].update(reply["flags"])

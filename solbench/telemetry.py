@@ -32,8 +32,13 @@ BENIGN = frozenset({"gpu_idle", "applications_clocks_setting", "display_clock_se
 """Reasons that do not slow a running kernel below its configured clocks (idle between launches, clocks
 set on purpose, display, multi-GPU sync boost)."""
 
-THROTTLING = frozenset(set(REASON_BITS.values()) - BENIGN)
-"""Power, thermal, hardware and board limits: clocks were pulled down while work ran."""
+POWER_CAPPED = frozenset({"sw_power_cap"})
+"""The board's power limit: where tensor-heavy kernels live on an H200 (SM clock ~1440 MHz at 700 W). It is
+reported and flagged, not retaken: a retake would be capped again, and interleaved rounds expose every
+implementation to it alike."""
+
+THROTTLING = frozenset(set(REASON_BITS.values()) - BENIGN - POWER_CAPPED)
+"""Thermal, hardware, power-brake and board limits: clocks were pulled down by something a retake can avoid."""
 
 
 def decode_reasons(mask: int) -> tuple[str, ...]:
@@ -129,6 +134,7 @@ class TelemetrySampler:
             "reasons": seen,
             "throttle_reasons": list(throttling),
             "throttled": bool(throttling),
+            "power_capped": bool(POWER_CAPPED.intersection(seen)),
             "unavailable_metrics": dict(self._dead),
         }
 

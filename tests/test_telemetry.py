@@ -24,7 +24,8 @@ def test_decode_reasons_names_each_bit():
 
 @pytest.mark.parametrize("mask, throttled", [
     (0x0, False), (0x1, False), (0x2, False), (0x1 | 0x2 | 0x100, False), (0x10, False),
-    (0x4, True), (0x8, True), (0x20, True), (0x40, True), (0x80, True), (0x200, True), (0x1 | 0x20, True),
+    (0x4, False),  # the power cap: flagged as power_capped, not retaken (see telemetry.POWER_CAPPED)
+    (0x8, True), (0x20, True), (0x40, True), (0x80, True), (0x200, True), (0x1 | 0x20, True),
     (0x800, False),  # undocumented bit: reported, not counted
 ])
 def test_throttle_classification(mask, throttled):
@@ -105,8 +106,9 @@ def test_throttled_round_is_reported():
     with TelemetrySampler(0, interval_ms=1.0, nvml=nvml) as t:
         time.sleep(0.02)
     s = t.summary()
-    assert s["throttled"] is True
-    assert s["throttle_reasons"] == ["sw_power_cap", "sw_thermal_slowdown"]
+    assert s["throttled"] is True and s["power_capped"] is True
+    assert s["throttle_reasons"] == ["sw_thermal_slowdown"]
+    assert s["reasons"] == ["sw_power_cap", "sw_thermal_slowdown"]
 
 
 def test_unsupported_metric_is_dropped_not_fatal():
