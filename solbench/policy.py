@@ -20,7 +20,8 @@ class TimingPolicy:
     max_rounds: int = 40
     """Rounds at most."""
     target_rel_ci: float = 0.005
-    """Stop once every implementation's median CI half-width / median is below this."""
+    """Stop once every implementation's median CI half-width / median is below this, or every per-round
+    ratio against the candidate has a CI that tight."""
     max_time_s: float = 6.0
     """Time cap per scenario for the sampling loop (all implementations together)."""
     cold_l2: bool = True
