@@ -1,7 +1,7 @@
 """The gate: a per-scenario predicate over a RunResult, for agent stop hooks, CI and the pytest plugin.
 
 Clauses, each judged per scenario so an aggregate cannot hide a shape the candidate is bad at:
-- correct: every scenario passed or was skipped (a wrong scenario also zeroes the geomean score);
+- correct: every scenario passed; a wrong or a declined (skipped) scenario fails it and zeroes the score;
 - no_regression (with BASE): the candidate's time in RESULTS vs its time in BASE, from both runs' raw
   samples. speedup = t_base / t_new with a bootstrap CI (stats.ratio_ci). A regression only when the
   whole CI lies below 1 - epsilon; a CI straddling 1 - epsilon is ambiguous (reported; fails only
@@ -172,8 +172,10 @@ def _candidate_ms(o: Outcome) -> tuple[float, ...] | None:
 
 
 def _correctness(results: RunResult) -> Clause:
-    items = [Item(o.scenario_id, Verdict.FAIL if o.status.is_failure else Verdict.PASS,
-                  f"{o.status.value}: {o.reason}" if o.status.is_failure else o.status.value,
+    # A skipped (declined) scenario fails too: otherwise a candidate could dodge every scenario it would
+    # regress on by declining it.
+    items = [Item(o.scenario_id, Verdict.PASS if o.status is Status.PASSED else Verdict.FAIL,
+                  o.status.value if o.status is Status.PASSED else f"{o.status.value}: {o.reason}",
                   {"status": o.status.value, "reason": o.reason}) for o in results.outcomes]
     missing = results.scenario_count - len(results.outcomes)
     if missing > 0 or not results.outcomes:

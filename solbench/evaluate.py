@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 
 from solbench.model import ErrorStats, Measurement, Outcome, Status
 from solbench.policy import TimingPolicy
@@ -88,7 +89,7 @@ def _check_all(sc, workers, policy, device, timeout_s, supports):
                 continue
         status, reason, error = _check(sc, workers[name], ref_out, ref_lse, policy, timeout_s,
                                        seed_error=errors.get("seed") if name == "candidate" else None)
-        if error is not None:
+        if error is not None and status is Status.PASSED:  # a failed seed is no yardstick
             errors[name] = error
         if name == "candidate":
             candidate = (status, reason, error)
@@ -100,13 +101,22 @@ def _check_all(sc, workers, policy, device, timeout_s, supports):
     return candidate, comparators, ready
 
 
+def refill_trial(policy: TimingPolicy) -> int:
+    """The trial whose inputs refill the last timed copy before the check after timing (never timed)."""
+    return policy.rotate_inputs + 1
+
+
 def _recheck_after_timing(sc, worker, policy, device, timeout_s):
-    """Check the candidate again on an input copy the timing loop used many times: a kernel whose
-    later calls skip work (caching by pointer, returning early) fails here, not in the score."""
+    """Check the candidate again on an input copy the timing loop used many times, refilled with a new
+    trial: a kernel whose later calls skip work or replay results cached by pointer fails here."""
     from solbench.inputs import make_inputs
     from solbench.reference import reference
 
-    ref_out, ref_lse = reference(make_inputs(sc, trial=policy.rotate_inputs, device=device))
+    fresh = make_inputs(sc, trial=refill_trial(policy), device=device)
+    if fresh.page_table is not None:  # the refilled copy keeps its own page table (see worker.refill)
+        fresh = replace(fresh, page_table=make_inputs(sc, trial=policy.rotate_inputs, device=device).page_table)
+    ref_out, ref_lse = reference(fresh)
+    del fresh
     status, reason, _ = _check(sc, worker, ref_out, ref_lse, policy, timeout_s, seed_error=None, timed=True)
     return status, reason
 
@@ -116,12 +126,18 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     stream's events did not."""
     from solbench.roofline import is_faster_than_light
     from solbench.stats import median
-    from solbench.timing import HOST_GAP
+    from solbench.timing import HOST_GAP, PERSISTING_L2
+    from solbench.worker import UNWRITTEN_IN_TIMING
 
     t_ms = median(measurement.samples_ms)
     if bound is not None and is_faster_than_light(t_ms, bound):
         return Status.FASTER_THAN_LIGHT, (f"median {t_ms * 1e3:.2f} us is below the {bound.arch} speed-of-light "
                                           f"bound {bound.bound_ms * 1e3:.2f} us")
+    if UNWRITTEN_IN_TIMING in measurement.flags:
+        return Status.UNWRITTEN, "some timed calls left their freshly poisoned outputs unwritten (work skipped)"
+    if PERSISTING_L2 in measurement.flags:
+        return Status.TAMPERED, ("a persisting-L2 carve-out was set while it was timed: cold-L2 timing "
+                                    "does not hold, so the times do not count")
     if HOST_GAP in measurement.flags:
         return Status.HIDDEN_WORK, ("device time on the timed stream is far below the synchronised wall time "
                                     "of the call: work ran outside the stream it was given")
@@ -131,6 +147,7 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
 def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error, timed: bool = False):
     """(status, reason, ErrorStats | None) for one implementation on trial 0 (timed=False, after a
     fresh prepare) or on the last timed input copy (timed=True, after timing)."""
+    from solbench.inputs import torch_dtype
     from solbench.verdict import judge
 
     try:
@@ -138,13 +155,18 @@ def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error, 
             info = worker.request("prepare", {"scenario": sc.to_dict(), "rotate": policy.rotate_inputs}, timeout_s)
         else:
             info = {"writes_lse": worker.writes_lse}
-        reply = worker.request("check", {"timed": timed}, timeout_s)
+        reply = worker.request("check", {"timed": timed, "refill_trial": refill_trial(policy)}, timeout_s)
         if isinstance(reply, dict):
             return Status.SKIPPED, f"declined (unsupported): {reply['unsupported']}", None
         out, lse = (t.to(ref_out.device) for t in reply)
     except WorkerFailure as exc:
         return FAILURE_STATUS[exc.kind], str(exc), None
     worker.writes_lse = info["writes_lse"]
+    expected = {"out": (tuple(ref_out.shape), torch_dtype(sc.out_dtype)), "lse": (tuple(ref_lse.shape), torch_dtype("float32"))}
+    for what, t in (("out", out), ("lse", lse)):
+        if (tuple(t.shape), t.dtype) != expected[what]:
+            return Status.MISMATCH, (f"{what} came back as {tuple(t.shape)} {t.dtype}, expected "
+                                     f"{expected[what][0]} {expected[what][1]}: the given buffers were replaced"), None
     verdict = judge(out, lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"], seed_error=seed_error)
     return verdict.status, verdict.reason, verdict.error
 

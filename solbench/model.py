@@ -29,6 +29,8 @@ class Status(str, enum.Enum):
     FASTER_THAN_LIGHT = "faster_than_light"
     HIDDEN_WORK = "hidden_work"
     """Device time on the timed stream far below the synchronised wall time: work escaped the stream."""
+    TAMPERED = "tampered"
+    """The candidate changed the measurement itself: harness code, a persisting-L2 carve-out."""
 
     @property
     def is_failure(self) -> bool:

@@ -49,6 +49,8 @@ def scores(result: RunResult) -> list[Score]:
 
     # A declined (skipped) scenario disqualifies too: a score over only the easy scenarios is no score.
     failed = tuple(o.scenario_id for o in result.outcomes if o.status is not Status.PASSED)
+    if not result.complete:  # a geomean over the finished scenarios only is no suite score
+        failed += ("(run incomplete)",)
     out = []
     for name in comparator_names(result) + (["best"] if len(comparator_names(result)) > 1 else []):
         per = [best_ratios(o) if name == "best" else o.ratios.get(name) for o in result.outcomes]

@@ -118,13 +118,14 @@ def _source_spec(name: str, path: str, arch: str, config: RunConfig, candidate: 
     if not Path(path).exists():
         raise ConfigError(f"{path}: no such file")
     kind = candidate_kind(path)
-    if kind == "cu" and path.endswith(".cu"):
+    if kind == "cu":
         from solbench.binary_check import check_binary
         from solbench.build import build
 
-        result = build(path, arch, extra_flags=config.build_flags if candidate else ())
-        check_binary(result.so_path, allow=config.allow_libs if candidate else ())
-        return ImplSpec(name, "cu", str(result.so_path), Path(path).name)
+        so_path = build(path, arch, extra_flags=config.build_flags if candidate else ()).so_path if path.endswith(".cu") else path
+        # Prebuilt .so files too: the library policy is about the binary, however it was made.
+        check_binary(so_path, allow=config.allow_libs if candidate else ())
+        return ImplSpec(name, "cu", str(Path(so_path).resolve()), Path(path).name)
     return ImplSpec(name, kind, str(Path(path).resolve()), Path(path).name)
 
 
@@ -138,7 +139,7 @@ def write_result(result: RunResult, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "results.json"
     tmp = folder / ".results.json.tmp"
-    tmp.write_text(json.dumps(result.to_dict(), indent=1))
+    tmp.write_text(json.dumps(result.to_dict(), indent=1, allow_nan=False))  # strict JSON for every reader
     os.replace(tmp, path)
     return path
 
@@ -170,8 +171,6 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     specs = implementation_specs(config, device, arch)
 
     previous = load_result(config.resume) if config.resume else None
-    if previous and previous.suite_hash != suite.hash:
-        raise ConfigError(f"--resume {config.resume}: made with a different version of suite {suite.name!r}")
     folder = Path(config.resume or config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
     if folder.suffix == ".json":
         folder = folder.parent
@@ -180,9 +179,12 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
                       "kind": specs["candidate"].kind, "sha256": _sha256(config.candidate),
                       "build_flags": list(config.build_flags),
                       "implementations": {n: s.label for n, s in specs.items()}}
+    environment = collect(device, {"solbench_version": __version__})
+    if previous:
+        _same_run_or_refuse(previous, config, suite.hash, candidate_info["sha256"], arch, policy, environment)
     result = RunResult(
         run_id=folder.name, suite=suite.name, suite_hash=suite.hash, candidate=candidate_info, arch=arch,
-        environment=collect(device, {"solbench_version": __version__}), policy=policy.to_dict(),
+        environment=environment, policy=policy.to_dict(),
         outcomes=tuple(done[s.id] for s in scenarios if s.id in done), scenario_count=len(scenarios),
     )
     write_result(result, folder)
@@ -204,6 +206,23 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         for w in workers.values():
             w.stop()
     return result
+
+
+def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str, sha256: str, arch: str,
+                        policy: TimingPolicy, environment: dict) -> None:
+    """--resume finishes the same run: same suite version, candidate source, arch, policy and GPU."""
+    gpu = (environment.get("gpu") or {}).get("name")
+    checks = {
+        "suite version": (previous.suite_hash, suite_hash),
+        "candidate source (sha256)": (previous.candidate.get("sha256"), sha256),
+        "arch": (previous.arch, arch),
+        "timing policy": (previous.policy, policy.to_dict()),
+        "GPU": ((previous.environment.get("gpu") or {}).get("name"), gpu),
+    }
+    for what, (before, now) in checks.items():
+        if before != now:
+            raise ConfigError(f"--resume {config.resume}: the {what} differs from the interrupted run's; "
+                              "start a new run instead")
 
 
 def _baseline_claims(specs: dict[str, ImplSpec], arch: str) -> dict:

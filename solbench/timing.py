@@ -139,6 +139,9 @@ class Timer:
             raise ConfigError(f"Timer: unknown device {device!r}; use 'cuda', 'cuda:N' or 'cpu'")
         self._ops = ops
         self._tick = 0
+        self.before_each: Callable[[int], None] | None = None
+        """Called with the index of the call about to run, before its flush (the worker poisons that
+        copy's outputs here, so a call that skips work leaves poison behind)."""
         self._launches: deque[float] = deque(maxlen=32)
         self.host_floor_ms = 0.0
         """Median host_ms of a timed iteration that calls nothing (events + synchronize only)."""
@@ -295,9 +298,11 @@ class Timer:
             release()
 
     def _next(self, calls: Sequence[Call]) -> Call:
-        call = calls[self._tick % len(calls)]
+        index = self._tick % len(calls)
         self._tick += 1
-        return call
+        if self.before_each is not None:
+            self.before_each(index)  # queued before the flush and the start event: never timed
+        return calls[index]
 
     def _sync(self) -> None:
         if self._ops is not None:

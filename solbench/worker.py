@@ -19,6 +19,9 @@ from solbench.impls import ImplSpec
 from solbench.policy import TimingPolicy
 
 
+UNWRITTEN_IN_TIMING = "unwritten_in_timing"
+"""Flag: some timed call left its (freshly poisoned) outputs unwritten."""
+
 WORKER_LOG_PREFIX = "[solbench worker]"
 """Prefix of the worker's own log lines (command durations), kept out of crash messages."""
 
@@ -89,7 +92,8 @@ class Worker:
         if self._proc.is_alive():
             self._proc.kill()
             self._proc.join(5)
-        self._conn.close()
+        if self._conn is not None:
+            self._conn.close()
         self._proc = self._conn = None
 
     def _log_tail(self, lines: int = 3) -> str:
@@ -159,6 +163,16 @@ class _WorkerState:
         self.check_inputs = None
         self.calls = []
 
+    def _release_memory(self):
+        import gc
+
+        gc.collect()
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
     def _sync(self):
         if self.device == "cuda":
             import torch
@@ -171,15 +185,21 @@ class _WorkerState:
         from solbench.scenario import Scenario
 
         sc = Scenario.from_dict(payload["scenario"])
-        self.check_inputs = None
+        # Free the previous scenario's tensors first, so a worker never holds two scenarios at once.
+        self.check_inputs = self.check_call = self.rotation = None
         self.calls = []
-        self._sync()
+        self._release_memory()
         self.check_inputs = make_inputs(sc, trial=0, device=self.device)
         self.check_call = self.impl.bind(self.check_inputs)
         rotation = [make_inputs(sc, trial=t, device=self.device) for t in range(1, 1 + payload.get("rotate", 1))]
         self.rotation = rotation
         self.calls = [self.impl.bind(inp) for inp in rotation]
-        return {"writes_lse": getattr(self.impl, "writes_lse", True)}
+        self.scenario = sc
+        self.timer.before_each = lambda i: self.rotation[i].poison()
+        return {"writes_lse": self._writes_lse()}
+
+    def _writes_lse(self) -> bool:
+        return getattr(self.impl, "writes_lse", True)
 
     def check(self, payload):
         """Poison, run once, return (out, lse) for the runner's verdict.
@@ -189,6 +209,12 @@ class _WorkerState:
         pointer) leaves poison behind."""
         timed = bool(payload and payload.get("timed"))
         inputs, call = (self.rotation[-1], self.calls[-1]) if timed else (self.check_inputs, self.check_call)
+        if timed:
+            from solbench.inputs import make_inputs
+
+            # New contents behind the same pointers: a kernel that replays results cached by pointer
+            # returns the old trial's answer and fails.
+            refill(inputs, make_inputs(self.scenario, trial=payload["refill_trial"], device=self.device))
         inputs.poison()
         self._sync()
         try:
@@ -210,18 +236,35 @@ class _WorkerState:
         """Take n timed samples; returns device/host samples, flags and telemetry."""
         from solbench.telemetry import TelemetrySampler
 
+        from solbench.inputs import poisoned
+
         with TelemetrySampler(_device_index(self.device)) as sampler:
             samples = self.timer.take(self.calls, payload["n"])
+        flags = {f for s in samples for f in s.flags}
+        # Every timed call had its outputs poisoned first: poison left means a call skipped its work.
+        if any(bool(poisoned(inp.out).any()) or (self._writes_lse() and bool(poisoned(inp.lse).any()))
+               for inp in self.rotation):
+            flags.add(UNWRITTEN_IN_TIMING)
         return {
             "device_ms": [s.device_ms for s in samples],
             "host_ms": [s.host_ms for s in samples],
-            "flags": sorted({f for s in samples for f in s.flags}),
+            "flags": sorted(flags),
             "telemetry": sampler.summary(),
         }
 
     def launcher_split(self, payload):
         split = self.timer.launcher_split(self.calls[0])
         return {k: getattr(split, k) for k in split.__dataclass_fields__}
+
+
+def refill(target, source) -> None:
+    """Copy a fresh trial's values (q, k, v, sinks, descales) into `target`'s tensors, keeping every
+    pointer. The page table stays: libraries plan around it in bind, and new values are enough to
+    expose a replayed result."""
+    for name in ("q", "k", "v", "sinks", "q_descale", "k_descale", "v_descale"):
+        dst, src = getattr(target, name), getattr(source, name)
+        if dst is not None:
+            dst.copy_(src)
 
 
 def _device_index(device: str) -> int:

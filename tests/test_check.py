@@ -36,7 +36,8 @@ def test_wrong_scenario_is_named_with_status_and_reason():
                       syn.outcome(ids[2], rng, status="skipped", reason="fp8 unsupported")])
     report = evaluate(result, None, Criteria())
     assert report.passed is False and report.exit_code == 1
-    assert verdicts(report, "correct") == {ids[0]: Verdict.PASS, ids[1]: Verdict.FAIL, ids[2]: Verdict.PASS}
+    # A declined (skipped) scenario fails too: declining must not be a way around the gate.
+    assert verdicts(report, "correct") == {ids[0]: Verdict.PASS, ids[1]: Verdict.FAIL, ids[2]: Verdict.FAIL}
     lines = render_lines(report)
     assert any(ids[1] in line and "mismatch" in line and "max_abs 0.3 > tol" in line for line in lines)
     assert lines[-1].startswith("FAIL")

@@ -97,9 +97,12 @@ def test_wrong_kernel_fails_on_the_wrong_scenario_only(pytester, fake):
     assert "Traceback" not in result.stdout.str()
 
 
-def test_skipped_scenario_is_a_skip(pytester, fake):
+def test_declined_scenario_fails(pytester, fake):
+    """A candidate that declines a scenario (skipped) fails it: declining is no way around the gate."""
     fake(lambda sid, call: {"status": "skipped", "reason": "fp8 needs sm_89+"} if "fp8" in sid else {})
-    run_plugin(pytester).assert_outcomes(passed=len(IDS) - 2, skipped=2)
+    result = run_plugin(pytester)
+    result.assert_outcomes(passed=len(IDS) - 2, failed=2)
+    result.stdout.fnmatch_lines(["*skipped: fp8 needs sm_89+*"])
 
 
 def test_planted_regression_fails_exactly_those_scenarios(pytester, fake):

@@ -121,3 +121,20 @@ def test_a_baseline_can_be_the_candidate(tmp_path):
 def test_unknown_arch_is_a_config_error(capsys):
     assert main(["run", GOOD, "--arch", "a100", "--device", "cpu"]) == 2
     assert "unknown arch 'a100'" in capsys.readouterr().err
+
+
+def test_replaying_cached_results_is_caught(tmp_path):
+    """Correct values copied back from a cache keyed by pointer: caught by the check after timing, whose
+    copy is refilled with new values behind the same pointers."""
+    result = run(RunConfig(candidate="tests/data/candidates/replays_by_pointer.py", suite="smoke", device="cpu",
+                           policy=QUICK, out_dir=tmp_path, max_scenarios=3))
+    assert all(o.status is not Status.PASSED for o in result.outcomes)
+    # (later scenarios may trip over addresses the cache saw in an earlier scenario, and fail otherwise)
+    assert result.outcomes[0].status is Status.MISMATCH and result.outcomes[0].reason.startswith("after timing:")
+
+
+def test_skipping_work_on_timed_calls_is_caught(tmp_path):
+    """A sentinel kernel that works only on poisoned buffers: every timed call gets freshly poisoned outputs."""
+    result = run(RunConfig(candidate="tests/data/candidates/skips_when_written.py", suite="smoke", device="cpu",
+                           policy=QUICK, out_dir=tmp_path, max_scenarios=3))
+    assert all(o.status is Status.PASSED for o in result.outcomes)  # it always sees poison, so it always works
