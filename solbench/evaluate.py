@@ -29,7 +29,8 @@ def trace(what: str, since: float) -> float:
     return now
 
 
-FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR}
+FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR,
+                  "tampered": Status.TAMPERED}
 
 
 def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, device: str,

@@ -27,7 +27,8 @@ WORKER_LOG_PREFIX = "[solbench worker]"
 
 
 class WorkerFailure(Exception):
-    """The worker died, hung or raised; `kind` is 'crash', 'timeout' or 'error'."""
+    """The worker died, hung, raised, or found its measuring code replaced; `kind` is 'crash', 'timeout',
+    'error' or 'tampered'."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -75,9 +76,9 @@ class Worker:
             code = self._proc.exitcode
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: worker died ({_describe_exit(code)}){self._log_tail()}") from None
-        if status == "error":
+        if status in ("error", "tampered"):
             self.stop(kill=True)  # the CUDA context may be poisoned (illegal address): start afresh
-            raise WorkerFailure("error", f"{self.spec.name}: {value}")
+            raise WorkerFailure(status, f"{self.spec.name}: {value}")
         return value
 
     def stop(self, kill: bool = False):
@@ -125,6 +126,11 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
     log = open(log_path, "a", buffering=1)
     os.dup2(log.fileno(), 1)  # the candidate's own prints and CUDA errors go to the log, not the terminal
     os.dup2(log.fileno(), 2)
+    from solbench.integrity import changed, snapshot
+
+    # Before the candidate is imported, so import-time patches count too. Baselines are trusted libraries
+    # whose own imports may legitimately touch torch; only the candidate is watched.
+    harness = snapshot() if spec.name == "candidate" else None
     started = time.perf_counter()
     state = _WorkerState(spec, device, policy)
     print(f"{WORKER_LOG_PREFIX} start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
@@ -139,6 +145,10 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
             started = time.perf_counter()
             value = getattr(state, cmd)(payload)
             print(f"{WORKER_LOG_PREFIX} {cmd} {time.perf_counter() - started:.3f} s", flush=True)
+            tampered = changed(harness) if harness else []
+            if tampered:
+                conn.send(("tampered", f"the candidate replaced harness code: {', '.join(tampered[:5])}"))
+                return
             conn.send(("ok", value))
         except Exception as exc:
             traceback.print_exc()

@@ -138,3 +138,9 @@ def test_skipping_work_on_timed_calls_is_caught(tmp_path):
     result = run(RunConfig(candidate="tests/data/candidates/skips_when_written.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=3))
     assert all(o.status is Status.PASSED for o in result.outcomes)  # it always sees poison, so it always works
+
+
+def test_patching_the_harness_is_tampering(tmp_path):
+    result = run(RunConfig(candidate="tests/data/candidates/patches_timer.py", suite="smoke", device="cpu",
+                           policy=QUICK, out_dir=tmp_path, max_scenarios=2))
+    assert all(o.status is Status.TAMPERED and "solbench.timing.Timer.take" in o.reason for o in result.outcomes)
