@@ -90,8 +90,8 @@ class Worker:
                 self._proc.join(5)
             except (BrokenPipeError, OSError):
                 pass
-        if self._proc.is_alive():
-            self._proc.kill()
+        if self._proc.is_alive() or kill:
+            _kill_group(self._proc)
             self._proc.join(5)
         if self._conn is not None:
             self._conn.close()
@@ -104,6 +104,18 @@ class Worker:
         except OSError:
             return ""
         return (": " + " | ".join(tail)) if tail else ""
+
+
+def _kill_group(proc) -> None:
+    """Kill the worker and anything it started: it leads its own process group (see _serve), so a child
+    left behind to load the GPU during the comparators' rounds dies with it."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        if proc.is_alive():
+            proc.kill()
 
 
 def _describe_exit(code) -> str:
@@ -123,6 +135,7 @@ def _describe_exit(code) -> str:
 
 
 def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: str):
+    os.setsid()  # its own process group: stopping the worker stops whatever the candidate started
     log = open(log_path, "a", buffering=1)
     os.dup2(log.fileno(), 1)  # the candidate's own prints and CUDA errors go to the log, not the terminal
     os.dup2(log.fileno(), 2)
