@@ -129,6 +129,28 @@ def render_summary(result: RunResult) -> str:
     return "\n".join(lines)
 
 
+def render_coverage(result: RunResult) -> str:
+    """Per comparator: on how many scenarios it passed, was skipped (not supported) or failed; then the
+    scenarios that no comparator timed, with each one's reason."""
+    from tabulate import tabulate
+
+    counts: dict[str, dict[str, int]] = {}
+    uncovered = []
+    for o in result.outcomes:
+        for name, c in o.comparators.items():
+            row = counts.setdefault(name, {"passed": 0, "skipped": 0, "failed": 0})
+            row[c["status"] if c["status"] in ("passed", "skipped") else "failed"] += 1
+        if o.comparators and not any(c["status"] == "passed" for c in o.comparators.values()):
+            why = "; ".join(f"{n}: {c['reason']}" for n, c in o.comparators.items())
+            uncovered.append(f"- `{o.scenario_id}`: {why}")
+    if not counts:
+        return "(no comparators ran)"
+    table = tabulate([[n, r["passed"], r["skipped"], r["failed"]] for n, r in counts.items()],
+                     headers=["comparator", "passed", "not supported", "failed"], tablefmt="github")
+    tail = ["", f"{len(uncovered)} scenario(s) without a comparator:", *uncovered] if uncovered else []
+    return "\n".join([table, *tail])
+
+
 def write_csv(result: RunResult, path: Path) -> None:
     rows = scenario_rows(result)
     with open(path, "w", newline="") as f:
@@ -165,6 +187,8 @@ def write_markdown(result: RunResult, path: Path, charts: dict | None = None) ->
         "Speedups `x_<comparator>` are median per-round t_comparator / t_candidate (> 1: candidate faster); "
         "`noise_pct` is the candidate median's 95 % CI half-width.", "",
         render_table(result, fmt="github", max_reason=120), "",
+        "## Comparator coverage", "",
+        render_coverage(result), "",
         "## Gap to the speed of light", "",
         "Bounds are max(FLOPs / peak, bytes / bandwidth) for the datasheet and for the measured ceilings; "
         "largest remaining gap first.", "",

@@ -35,3 +35,17 @@ def test_report_writes_markdown_html_and_charts(tmp_path, capsys):
     page = (tmp_path / "summary.html").read_text()
     assert page.count("data:image/png;base64,") == 2 and "<table>" in page
     assert (tmp_path / "roofline.png").stat().st_size > 10_000
+
+
+def test_coverage_section_counts_comparators():
+    from solbench.model import Outcome, RunResult
+    from solbench.report import render_coverage
+
+    result = load_result(REFERENCE)
+    o = result.outcomes[0]
+    with_comparators = Outcome.from_dict({**o.to_dict(), "comparators": {
+        "fa3": {"status": "skipped", "reason": "no sinks", "error": None},
+        "seed": {"status": "mismatch", "reason": "bad", "error": None}}})
+    text = render_coverage(RunResult.from_dict({**result.to_dict(), "outcomes": [with_comparators.to_dict()]}))
+    assert "| fa3          |        0 |               1 |        0 |" in text
+    assert "1 scenario(s) without a comparator:" in text and "fa3: no sinks" in text
