@@ -30,7 +30,7 @@ def trace(what: str, since: float) -> float:
 
 
 FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR,
-                  "tampered": Status.TAMPERED}
+                  "tampered": Status.TAMPERED, "modified": Status.MISMATCH}
 
 
 def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, device: str,

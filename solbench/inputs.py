@@ -108,6 +108,28 @@ class Inputs:
         return q
 
 
+INPUT_FIELDS = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_kv", "kv_lens", "page_table", "sinks", "mask_bits",
+                "q_descale", "k_descale", "v_descale")
+"""The tensors a candidate reads and must leave as they are."""
+
+
+def input_checksums(inputs: Inputs) -> dict[str, int]:
+    """An integer sum of each input tensor's 32-bit words: cheap on a GPU, and it changes when a candidate
+    rewrites its inputs in place (pre-scaling, re-layout) to speed up later calls."""
+    import torch
+
+    sums = {}
+    for name in INPUT_FIELDS:
+        t = getattr(inputs, name)
+        if t is None:
+            continue
+        flat = t.contiguous().view(torch.uint8).view(-1)
+        words = flat[: flat.numel() // 4 * 4].view(torch.int32)
+        tail = flat[flat.numel() // 4 * 4:]
+        sums[name] = int(words.sum(dtype=torch.int64)) + int(tail.sum(dtype=torch.int64))
+    return sums
+
+
 def fill_poison(t) -> None:
     import torch
 

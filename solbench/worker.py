@@ -19,6 +19,10 @@ from solbench.impls import ImplSpec
 from solbench.policy import TimingPolicy
 
 
+class InputsModified(RuntimeError):
+    """A candidate rewrote the inputs it was given (reported as a mismatch: its answers rest on other data)."""
+
+
 UNWRITTEN_IN_TIMING = "unwritten_in_timing"
 """Flag: some timed call left its (freshly poisoned) outputs unwritten."""
 
@@ -76,7 +80,7 @@ class Worker:
             code = self._proc.exitcode
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: worker died ({_describe_exit(code)}){self._log_tail()}") from None
-        if status in ("error", "tampered"):
+        if status in ("error", "tampered", "modified"):
             self.stop(kill=True)  # the CUDA context may be poisoned (illegal address): start afresh
             raise WorkerFailure(status, f"{self.spec.name}: {value}")
         return value
@@ -163,6 +167,8 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
                 conn.send(("tampered", f"the candidate replaced harness code: {', '.join(tampered[:5])}"))
                 return
             conn.send(("ok", value))
+        except InputsModified as exc:
+            conn.send(("modified", str(exc)))
         except Exception as exc:
             traceback.print_exc()
             conn.send(("error", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
@@ -180,6 +186,7 @@ class _WorkerState:
         if device == "cpu":
             torch.set_num_threads(1)  # workers take turns; threads fighting over cores only add noise
         self.device = device
+        self.watch_inputs = spec.name == "candidate"
         self.impl = load_impl(spec, device)
         self.timer = Timer(policy, device)
         self.policy = policy
@@ -204,7 +211,7 @@ class _WorkerState:
 
     def prepare(self, payload):
         """Make the scenario's inputs (trial 0 for the check, rotated trials for timing) and bind."""
-        from solbench.inputs import make_inputs
+        from solbench.inputs import input_checksums, make_inputs
         from solbench.scenario import Scenario
 
         sc = Scenario.from_dict(payload["scenario"])
@@ -219,7 +226,20 @@ class _WorkerState:
         self.calls = [self.impl.bind(inp) for inp in rotation]
         self.scenario = sc
         self.timer.before_each = lambda i: self.rotation[i].poison()
+        self.sums = {id(inp): input_checksums(inp) for inp in [self.check_inputs, *rotation]}
         return {"writes_lse": self._writes_lse()}
+
+    def _inputs_intact(self, inputs) -> None:
+        """Raise InputsModified when the candidate rewrote the inputs it was given (baselines are trusted
+        libraries and are not checked)."""
+        from solbench.inputs import input_checksums
+
+        if not self.watch_inputs:
+            return
+        now = input_checksums(inputs)
+        touched = [name for name, value in self.sums[id(inputs)].items() if now.get(name) != value]
+        if touched:
+            raise InputsModified(f"the candidate modified its inputs in place: {', '.join(touched)}")
 
     def _writes_lse(self) -> bool:
         return getattr(self.impl, "writes_lse", True)
@@ -233,11 +253,12 @@ class _WorkerState:
         timed = bool(payload and payload.get("timed"))
         inputs, call = (self.rotation[-1], self.calls[-1]) if timed else (self.check_inputs, self.check_call)
         if timed:
-            from solbench.inputs import make_inputs
+            from solbench.inputs import input_checksums, make_inputs
 
             # New contents behind the same pointers: a kernel that replays results cached by pointer
             # returns the old trial's answer and fails.
             refill(inputs, make_inputs(self.scenario, trial=payload["refill_trial"], device=self.device))
+            self.sums[id(inputs)] = input_checksums(inputs)
         inputs.poison()
         self._sync()
         try:
@@ -247,6 +268,7 @@ class _WorkerState:
                 return {"unsupported": str(exc) or type(exc).__name__}
             raise
         self._sync()
+        self._inputs_intact(inputs)
         # Host copies, not CUDA IPC handles: nothing the runner holds depends on this process staying
         # alive, and the copy is milliseconds next to the reference.
         return inputs.out.cpu(), inputs.lse.cpu()
@@ -264,6 +286,8 @@ class _WorkerState:
         with TelemetrySampler(_device_index(self.device)) as sampler:
             samples = self.timer.take(self.calls, payload["n"])
         flags = {f for s in samples for f in s.flags}
+        for inp in self.rotation:
+            self._inputs_intact(inp)
         # Every timed call had its outputs poisoned first: poison left means a call skipped its work.
         if any(bool(poisoned(inp.out).any()) or (self._writes_lse() and bool(poisoned(inp.lse).any()))
                for inp in self.rotation):

@@ -144,3 +144,9 @@ def test_patching_the_harness_is_tampering(tmp_path):
     result = run(RunConfig(candidate="tests/data/candidates/patches_timer.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=2))
     assert all(o.status is Status.TAMPERED and "solbench.timing.Timer.take" in o.reason for o in result.outcomes)
+
+
+def test_modifying_inputs_is_a_mismatch(tmp_path):
+    result = run(RunConfig(candidate="tests/data/candidates/modifies_inputs.py", suite="smoke", device="cpu",
+                           policy=QUICK, out_dir=tmp_path, max_scenarios=2))
+    assert all(o.status is Status.MISMATCH and "modified its inputs in place: q" in o.reason for o in result.outcomes)
