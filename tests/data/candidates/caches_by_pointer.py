@@ -2,13 +2,11 @@
 (as a kernel that skips work on inputs it has seen). Correct on every first call, so only a check
 after timing catches it."""
 
-import importlib.util
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location(
-    "torch_attention", Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")
-_good = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_good)
+from solbench.impls import PythonImpl
+
+_good = PythonImpl(str(Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")).module
 _seen = set()
 
 

@@ -2,15 +2,13 @@
 environment variable SOLBENCH_TEST_CRASH: segfault, hang, raise, nothing (writes nothing)."""
 
 import ctypes
-import importlib.util
 import os
 import time
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location(
-    "torch_attention", Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")
-_good = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_good)
+from solbench.impls import PythonImpl
+
+_good = PythonImpl(str(Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")).module
 
 
 def forward(inp):

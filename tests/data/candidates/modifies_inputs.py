@@ -1,13 +1,11 @@
 """Cheats by preprocessing in place: on each call it computes the right answer, then halves q for the
 'next' call (as a kernel that re-lays out or pre-scales its inputs outside the timed region would)."""
 
-import importlib.util
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location(
-    "torch_attention", Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")
-_good = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_good)
+from solbench.impls import PythonImpl
+
+_good = PythonImpl(str(Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")).module
 
 
 def forward(inp):
