@@ -57,8 +57,11 @@ MIN_SOL = Option("min-sol", "every scenario must reach >= F percent of the speed
 QUICK = Option("quick", "few samples, no L2 flush: for smoke tests, not for numbers", default=False,
                action="store_true")
 
+POLICY = Option("policy", "override TimingPolicy fields, e.g. 'warmup_ms=30,launcher_budget_ms=50' "
+                "(recorded in the results)")
+
 CHECK_OPTIONS = (AGAINST, EPSILON, STRICT, MIN_RATIO, MIN_GEOMEAN, COMPARATOR, MIN_SOL)
-PLUGIN_OPTIONS = (KERNEL,) + RUN_OPTIONS + (QUICK, AGAINST, EPSILON, STRICT)
+PLUGIN_OPTIONS = (KERNEL,) + RUN_OPTIONS + (QUICK, POLICY, AGAINST, EPSILON, STRICT)
 
 
 def add_to_parser(parser, options, prefix: str = "--") -> None:
@@ -74,3 +77,11 @@ def seed_value(raw: str | None) -> str | None:
 def baselines_value(raw: str | None) -> tuple[str, ...] | None:
     """--baselines as RunConfig.baselines: None (flag absent) = every available one; 'none' = ()."""
     return None if raw is None else tuple(b for b in raw.split(",") if b and b != "none")
+
+
+def policy_value(quick: bool, overrides: str | None):
+    """--quick and --policy as one TimingPolicy."""
+    from solbench.policy import QUICK as QUICK_POLICY
+    from solbench.policy import TimingPolicy, with_overrides
+
+    return with_overrides(QUICK_POLICY if quick else TimingPolicy(), overrides)

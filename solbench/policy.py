@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 
 from solbench.errors import ConfigError
 
@@ -59,3 +59,30 @@ class TimingPolicy:
 QUICK = TimingPolicy(warmup_ms=5.0, round_samples=3, min_rounds=2, max_rounds=4, target_rel_ci=0.05,
                      max_time_s=1.0, cold_l2=False, rotate_inputs=1, launcher_ab=False)
 """For CPU smoke runs and tests: a few samples, enough to exercise every code path."""
+
+
+def with_overrides(base: TimingPolicy, spec: str | None) -> TimingPolicy:
+    """`base` with the fields named in `spec` ("warmup_ms=30,launcher_ab=false") replaced.
+
+    The result is what gets recorded in the RunResult, so a lighter policy is always visible there."""
+    if not spec:
+        return base
+    types = {f.name: f.type for f in fields(TimingPolicy)}
+    changes = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or key not in types:
+            raise ConfigError(f"--policy {item!r}: expected KEY=VALUE with KEY one of {', '.join(types)}")
+        kind = types[key] if isinstance(types[key], str) else types[key].__name__
+        try:
+            if kind == "bool":
+                if raw.strip().lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(raw)
+                value = raw.strip().lower() in ("true", "1")
+            else:
+                value = {"int": int, "float": float, "str": str}[kind](raw.strip())
+        except ValueError:
+            raise ConfigError(f"--policy {key}={raw!r}: not a valid {kind}") from None
+        changes[key] = value
+    return replace(base, **changes)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from solbench import pytest_xdist_guard
-from solbench.options import PLUGIN_OPTIONS, baselines_value, seed_value
+from solbench.options import PLUGIN_OPTIONS, baselines_value, policy_value, seed_value
 
 PREFIX = "--solbench-"
 SESSION = pytest.StashKey["SolbenchSession"]()
@@ -59,13 +59,12 @@ def pytest_unconfigure(config):
 
 def run_config(config, candidate: str, **overrides):
     """A RunConfig from the session's --solbench-* options, with keyword overrides (RunConfig fields)."""
-    from solbench.policy import QUICK, TimingPolicy
     from solbench.runner import RunConfig
 
     opt = lambda name: config.getoption(_dest(name))  # noqa: E731
     fields = dict(candidate=str(candidate), suite=opt("suite"), arch=opt("arch"), device=opt("device"),
                   baselines=baselines_value(opt("baselines")), seed=seed_value(opt("seed")),
-                  policy=QUICK if opt("quick") else TimingPolicy(), timeout_s=opt("timeout"),
+                  policy=policy_value(opt("quick"), opt("policy")), timeout_s=opt("timeout"),
                   filter=opt("filter"), max_scenarios=opt("max-scenarios"))
     fields.update(overrides)
     return RunConfig(**fields)

@@ -150,3 +150,17 @@ def test_modifying_inputs_is_a_mismatch(tmp_path):
     result = run(RunConfig(candidate="tests/data/candidates/modifies_inputs.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=2))
     assert all(o.status is Status.MISMATCH and "modified its inputs in place: q" in o.reason for o in result.outcomes)
+
+
+def test_policy_overrides_replace_named_fields_and_reject_unknown_ones():
+    from solbench.errors import ConfigError
+    from solbench.options import policy_value
+    from solbench.policy import QUICK, TimingPolicy
+
+    p = policy_value(False, "warmup_ms=30, launcher_budget_ms=50,launcher_ab=false,min_rounds=3")
+    assert (p.warmup_ms, p.launcher_budget_ms, p.launcher_ab, p.min_rounds) == (30.0, 50.0, False, 3)
+    assert p.max_rounds == TimingPolicy().max_rounds
+    assert policy_value(True, None) == QUICK
+    for bad in ("warmup=3", "warmup_ms", "min_rounds=two", "cold_l2=maybe", "min_rounds=0"):
+        with pytest.raises(ConfigError, match="policy|TimingPolicy"):
+            policy_value(False, bad)

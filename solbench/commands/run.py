@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from solbench.options import QUICK, RUN_OPTIONS, add_to_parser, baselines_value, seed_value
+from solbench.options import POLICY, QUICK, RUN_OPTIONS, add_to_parser, baselines_value, policy_value, seed_value
 
 HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratios, roofline"
 
@@ -17,7 +17,7 @@ HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratio
 def add_arguments(parser) -> None:
     parser.add_argument("candidate", help="kernel .cu file, a Python module file defining forward(inputs), "
                         "or baseline:NAME to evaluate a baseline library itself")
-    add_to_parser(parser, RUN_OPTIONS + (QUICK,))
+    add_to_parser(parser, RUN_OPTIONS + (QUICK, POLICY))
     parser.add_argument("--resume", type=Path, help="finish an interrupted run (its folder or results.json)")
     parser.add_argument("--out", type=Path, help="run folder (default reports/<run-id>/)")
     parser.add_argument("--flag", action="append", default=[], help="extra nvcc flag for the candidate (repeatable)")
@@ -28,8 +28,6 @@ def run(args) -> int:
     from solbench import runner
     from solbench.errors import DeviceMismatchError
     from solbench.model import Status
-    from solbench.policy import QUICK as QUICK_POLICY
-    from solbench.policy import TimingPolicy
     from solbench.report import render_summary, render_table, write_reports
 
     from solbench.archspec import known_arches
@@ -48,7 +46,7 @@ def run(args) -> int:
     config = runner.RunConfig(
         candidate=args.candidate, suite=args.suite, arch=args.arch, device=device,
         baselines=baselines_value(args.baselines), seed=seed_value(args.seed),
-        policy=QUICK_POLICY if args.quick else TimingPolicy(), out_dir=args.out, timeout_s=args.timeout,
+        policy=policy_value(args.quick, args.policy), out_dir=args.out, timeout_s=args.timeout,
         resume=args.resume, filter=args.filter, max_scenarios=args.max_scenarios,
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib),
     )
