@@ -137,3 +137,10 @@ class EfficientAdapter(SdpaAdapter):
     name = "sdpa-efficient"
     backend = "EFFICIENT_ATTENTION"
     label = "torch SDPA, EFFICIENT_ATTENTION backend only (per-sequence loop when ragged)"
+
+    @classmethod
+    def _backend_limits(cls, sc, arch):
+        if sc.heads_q != sc.heads_kv:
+            # torch 2.11 on the H200: "No available kernel" for every enable_gqa call on this backend.
+            return no("efficient backend has no GQA (enable_gqa runs on flash / math only)")
+        return YES
