@@ -87,7 +87,7 @@ def roofline_chart(points: list[Mapping], spec: ArchSpec, profile: MeasuredProfi
     ax.set_ylabel("achieved TFLOP/s (useful FLOPs / median time)")
     ax.set_title(title or f"Roofline on {spec.gpu}")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # outside: never over points
     path = Path(path)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path

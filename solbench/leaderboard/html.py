@@ -66,12 +66,12 @@ window.addEventListener("load", () => {
 
 RANK_COLUMNS = (("rank", "rank", "num"), ("name", "entry", "str"), ("author", "author", "str"),
                 ("impl", "impl", "str"), ("score", "speedup vs best baseline [95% CI]", "num"),
-                ("sol", "% of SOL", "num"), ("drift", "baseline drift", "num"), ("scenarios", "scenarios", "num"),
+                ("sol", "% of SOL (datasheet)", "num"), ("drift", "baseline drift", "num"), ("scenarios", "scenarios", "num"),
                 ("source", "source sha256", "str"), ("versions", "solbench / libraries", "str"))
 APART_COLUMNS = (("name", "entry", "str"), ("impl", "impl", "str"), ("score", "partial score", "num"),
                  ("reason", "why not ranked", "str"))
 SCENARIO_COLUMNS = (("scenario", "scenario", "str"), ("status", "status", "str"), ("time", "time µs", "num"),
-                    ("denominator", "denominator µs", "num"), ("speedup", "speedup", "num"), ("sol", "% of SOL", "num"),
+                    ("denominator", "denominator µs", "num"), ("speedup", "speedup", "num"), ("sol", "% of SOL (datasheet)", "num"),
                     ("reason", "reason", "str"))
 
 

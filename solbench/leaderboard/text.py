@@ -39,7 +39,7 @@ def render_board(b: Board) -> str:
     lines = [board_title(b)]
     if b.note:
         lines.append(b.note)
-    headers = ["rank", "entry", "author", "impl", "speedup vs best baseline [95% CI]", "SOL", "drift", "scenarios", "source"]
+    headers = ["rank", "entry", "author", "impl", "speedup vs best baseline [95% CI]", "SOL (datasheet)", "drift", "scenarios", "source"]
     lines.append(tabulate(rows, headers=headers) if rows else "(no entry ranks on this board)")
     if b.apart:
         lines.append("not ranked:")
