@@ -110,7 +110,8 @@ def load_arch(name: str) -> ArchSpec:
 
 @dataclass(frozen=True)
 class MeasuredProfile:
-    """Ceilings measured on one GPU by `solbench calibrate` (median of many CUDA-event timings)."""
+    """Ceilings measured on one GPU by `solbench calibrate` (CUDA-event timings; matmul ceilings are the rate
+    in short bursts at the boost clock, with the power-capped sustained rate beside them)."""
 
     arch: str
     """Arch name the GPU belongs to ('h200', ...)."""
@@ -119,9 +120,9 @@ class MeasuredProfile:
     date: str
     """When it was measured, ISO 8601 (UTC)."""
     bf16_tflops: float
-    """Large bf16 matmul, TFLOP/s."""
+    """Large bf16 matmul in short bursts (the boost-clock ceiling), TFLOP/s."""
     fp16_tflops: float
-    """Large fp16 matmul, TFLOP/s."""
+    """Large fp16 matmul in short bursts (the boost-clock ceiling), TFLOP/s."""
     copy_tbps: float
     """Large device-to-device copy, TB/s counting bytes read + bytes written."""
     launch_us: float
@@ -132,6 +133,12 @@ class MeasuredProfile:
     """Large read-only reduction, TB/s of bytes read; None if not measured."""
     graph_launch_us: float | None = None
     """CUDA-event time of one replay of a CUDA graph holding one tiny kernel, µs."""
+    bf16_sustained_tflops: float | None = None
+    """Large bf16 matmul back to back (median; power-capped on some boards), TFLOP/s; None in older profiles."""
+    fp16_sustained_tflops: float | None = None
+    """Large fp16 matmul back to back (median), TFLOP/s; None in older profiles."""
+    fp8_sustained_tflops: float | None = None
+    """Large e4m3 torch._scaled_mm back to back (median), TFLOP/s; None where unavailable or in older profiles."""
     details: Mapping[str, object] = field(default_factory=dict, compare=False, hash=False, repr=False)
     """How it was measured: shapes, sample counts, torch and CUDA versions, methods."""
 

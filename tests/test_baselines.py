@@ -1,6 +1,7 @@
 """Baseline registry, supports() matrices per suite, coverage and the `solbench baselines` command (CPU)."""
 
 import json
+import re
 
 import pytest
 
@@ -185,3 +186,13 @@ def test_cli_json(capsys):
 def test_cli_unknown_suite_is_one_line_error(capsys):
     assert cli.main(["baselines", "--suite", "no-such-suite"]) != 0
     assert "no-such-suite" in capsys.readouterr().err
+
+
+def test_baselines_markdown_lists_each_suite_and_every_uncovered_group(capsys):
+    assert cli.main(["baselines", "--arch", "h200", "--markdown", "smoke,hopper"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| smoke |") or line.startswith("| hopper |")]
+    assert len(rows) == 2
+    uncovered = len(coverage("hopper", "h200").uncovered())
+    assert rows[1].endswith(f"| {uncovered} |") and uncovered > 0
+    assert sum(int(m) for m in re.findall(r"\*\*hopper\*\*, (\d+) scenario", out)) == uncovered

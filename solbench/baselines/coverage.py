@@ -95,3 +95,23 @@ def coverage(suite, arch: str, names=None) -> CoverageTable:
             reasons=tuple((n, s.reason) for n, s in answers.items() if not s.ok),
         ))
     return CoverageTable(suite.name, arch, names, tuple(rows))
+
+
+def markdown_summary(tables: list[CoverageTable]) -> str:
+    """Markdown for the README and reports: per suite, how many scenarios each baseline claims and how many
+    have none; then each group of uncovered scenarios (same reasons) with every baseline's reason."""
+    names = tables[0].names
+    lines = ["| suite | scenarios | " + " | ".join(names) + " | no baseline |",
+             "| --- | ---: | " + " | ".join("---:" for _ in names) + " | ---: |"]
+    for t in tables:
+        counts = {b.name: b.supported for b in t.per_baseline()}
+        lines.append(f"| {t.suite} | {len(t.rows)} | " + " | ".join(str(counts[n]) for n in names)
+                     + f" | {len(t.uncovered())} |")
+    for t in tables:
+        groups: dict[tuple, list[str]] = {}
+        for row in t.uncovered():
+            groups.setdefault(row.reasons, []).append(row.scenario_id)
+        for reasons, ids in groups.items():
+            why = "; ".join(f"{n}: {r}" for n, r in reasons)
+            lines.append(f"\n- **{t.suite}**, {len(ids)} scenario(s) such as `{ids[0]}`: {why}")
+    return "\n".join(lines) + "\n"

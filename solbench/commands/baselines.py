@@ -1,4 +1,4 @@
-"""`solbench baselines [--suite S] [--arch A] [--json]`: every baseline library, whether it is installed,
+"""`solbench baselines [--suite S] [--arch A] [--json | --markdown SUITES]`: every baseline library, whether it is installed,
 and how much of a suite it covers on an arch. Works with none installed (nothing is imported)."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ DEFAULT_ARCH = "h200"
 def add_arguments(parser) -> None:
     add_to_parser(parser, (SUITE, ARCH))
     parser.add_argument("--json", action="store_true", help="print one JSON object (libraries and per-scenario coverage)")
+    parser.add_argument("--markdown", metavar="SUITES", help="print the coverage table of these comma-separated suites "
+                        "as Markdown (the README's), with every scenario group no baseline covers and why")
 
 
 def _arch(args, suite) -> str:
@@ -33,6 +35,11 @@ def run(args) -> int:
 
     suite = load_suite(args.suite)
     arch = _arch(args, suite)
+    if args.markdown:
+        from solbench.baselines.coverage import markdown_summary
+
+        print(markdown_summary([coverage(name.strip(), arch) for name in args.markdown.split(",") if name.strip()]), end="")
+        return 0
     table = coverage(suite, arch)
     libraries = []
     for cov in table.per_baseline():

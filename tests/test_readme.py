@@ -1,0 +1,27 @@
+"""The README's baseline coverage table is what `solbench baselines --markdown` prints today."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from solbench.baselines.coverage import coverage, markdown_summary
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.fixture(autouse=True)
+def _assume_pinned_fa3(monkeypatch):
+    from solbench.baselines import fa3
+
+    monkeypatch.setattr(fa3, "build_flags", lambda: dict(fa3.ASSUMED_FLAGS))
+
+
+def test_readme_coverage_table_is_current():
+    text = README.read_text()
+    block = re.search(r"<!-- coverage:begin -->\n(.*?)<!-- coverage:end -->", text, re.S)
+    assert block, "README.md lost its coverage markers"
+    suites = ("hopper", "fa3-h2h", "rtx3080-mask", "real")
+    expected = markdown_summary([coverage(s, "h200") for s in suites])
+    assert block.group(1) == expected, ("README coverage table is stale: regenerate it with "
+                                        "solbench baselines --arch h200 --markdown " + ",".join(suites))
