@@ -30,10 +30,14 @@ def experiment(candidate: str, args, label: str, comparator: str = "seed") -> di
     """Run `candidate` against `comparator` (the seed, or a baseline of the same name for a fast A/A)."""
     start = time.perf_counter()
     baselines = () if comparator == "seed" else (comparator,)
+    folder = Path(args.out) / label
+    resume = folder if (folder / "results.json").exists() else None  # an interrupted experiment goes on
     result = run(RunConfig(candidate=candidate, suite=args.suite, baselines=baselines, policy=TimingPolicy(),
-                           seed="default" if comparator == "seed" else None, out_dir=Path(args.out) / label,
+                           seed="default" if comparator == "seed" else None, out_dir=folder, resume=resume,
                            filter=args.filter, max_scenarios=args.max_scenarios))
     wall_s = time.perf_counter() - start
+    if resume:
+        label += " (resumed)"  # its wall time covers only this part
     ratios = [o.ratios[comparator] for o in result.outcomes if o.ratios.get(comparator)]
     dev = np.array([abs(median(r) - 1) for r in ratios])
     g, lo, hi = geomean_ci(ratios)

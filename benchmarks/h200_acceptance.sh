@@ -4,7 +4,8 @@
 #
 #   bash benchmarks/h200_acceptance.sh seed       # the seed vs the fp32 reference on six suites (quick policy)
 #   bash benchmarks/h200_acceptance.sh gpu-tests  # every @gpu test except the baselines'
-#   bash benchmarks/h200_acceptance.sh timing     # A/A and a planted 2 % slowdown over hopper (+ fa3 A/A if installed)
+#   bash benchmarks/h200_acceptance.sh timing [ab_experiment.py flags]  # A/A and planted 2 % over hopper, within BUDGET
+#   bash benchmarks/h200_acceptance.sh calibrate  # measured ceilings into $OUT/h200.toml (copy to roofline/measured/)
 #   bash benchmarks/h200_acceptance.sh gates      # the seed against its own recorded run; a planted 5 % slowdown on paged KV
 #   bash benchmarks/h200_acceptance.sh baselines  # baselines vs the reference, the FA3 probe (after staging wheels)
 #   bash benchmarks/h200_acceptance.sh verify     # after staging: availability, the probe, the isolation tests
@@ -33,7 +34,7 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     fi
     [ -f "$dir/results.json" ] && args=(--resume "$dir")
     echo "== record $s (${left} s left)"
-    timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \
+    SOLBENCH_TRACE=1 timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \
       --policy "$RECORD_POLICY" "${args[@]}" >> "$out/log-record.txt" 2>&1
     echo "   exit $? after $((SECONDS - (deadline - left))) s"
     [ -f "$dir/results.json" ] && cp "$dir/results.json" "$out/$s.json" && \
@@ -51,9 +52,14 @@ case "${1:-}" in
   gpu-tests)
     python3 -m pytest -q -m gpu --timeout 120 tests/ --ignore=tests/test_baselines_gpu.py 2>&1 | tee "$out/gpu-tests.log" | tail -15 ;;
   timing)
-    fast=()
-    python3 -c "import importlib.util as u, sys; sys.exit(0 if u.find_spec('fa3_fwd') or u.find_spec('flash_attn_interface') else 1)" && fast=(--fast fa3)
-    python3 benchmarks/ab_experiment.py --suite hopper "${fast[@]}" --out /tmp/ab 2>&1 | grep -v -i warn | tail -8 | tee "$out/ab.txt" ;;
+    # Interrupted experiments resume from /tmp/ab/<label>/ (or from ab/<label>/ carried back in the tree).
+    shift
+    [ -d ab ] && [ ! -d /tmp/ab ] && cp -r ab /tmp/ab
+    timeout -s INT -k 20 $((deadline - SECONDS - 30)) python3 benchmarks/ab_experiment.py --suite hopper --out /tmp/ab "$@" \
+      2>&1 | grep -v -i warn | tail -8 | tee "$out/ab.txt"
+    for d in /tmp/ab/*/; do [ -f "$d/results.json" ] && cp "$d/results.json" "$out/ab-$(basename "$d").json"; done ;;
+  calibrate)
+    solbench calibrate --out "$out/h200.toml" 2>&1 | tail -25 ;;
   gates)
     # BASE: the seed's own recorded run (baselines/h200/real.json, made by `record real`), else a fresh one.
     base=baselines/h200/real.json
