@@ -144,8 +144,14 @@ def gpu_name(environment: dict) -> str | None:
     return gpu if isinstance(gpu, str) else environment.get("gpu_name")
 
 
+MEASURING_FIELDS = ("cold_l2", "rotate_inputs", "method")
+"""TimingPolicy fields that change what a sample measures (warm vs cold L2, reused vs fresh pointers,
+events vs host clock); the others only change how many samples are taken."""
+
+
 def ensure_comparable(results: RunResult, base: RunResult) -> None:
-    """Raise Incomparable unless both runs used the same suite version on the same arch and GPU."""
+    """Raise Incomparable unless both runs used the same suite version on the same arch and GPU, timed the
+    same way (MEASURING_FIELDS of their policies, where both recorded them)."""
     if (results.suite, results.suite_hash) != (base.suite, base.suite_hash):
         what = "another version of suite" if results.suite == base.suite else "suite"
         raise Incomparable(f"BASE {base.run_id} ran {what} {base.suite!r} (hash {base.suite_hash[:12]}), RESULTS "
@@ -155,6 +161,11 @@ def ensure_comparable(results: RunResult, base: RunResult) -> None:
     ours, theirs = gpu_name(results.environment), gpu_name(base.environment)
     if ours != theirs:
         raise Incomparable(f"BASE ran on GPU {theirs or 'none'}, RESULTS on {ours or 'none'}: not comparable")
+    differ = [f"{k} {base.policy[k]!r} vs {results.policy[k]!r}" for k in MEASURING_FIELDS
+              if k in base.policy and k in results.policy and base.policy[k] != results.policy[k]]
+    if differ:
+        raise Incomparable(f"BASE and RESULTS were timed differently ({', '.join(differ)}; e.g. --quick against a "
+                           "full run): not comparable")
 
 
 def _clause(name: str, items: list[Item], summary: str, strict: bool = False, numbers: dict | None = None) -> Clause:

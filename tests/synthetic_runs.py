@@ -34,11 +34,12 @@ def outcome(sid: str, rng: np.random.Generator, median_ms: float = 1.0, noise: f
 
 
 def run(outcomes, run_id: str = "run", suite: str = "smoke", suite_hash: str = "a" * 64, arch: str = "h200",
-        gpu: str | None = GPU, scenario_count: int | None = None) -> RunResult:
+        gpu: str | None = GPU, scenario_count: int | None = None, policy: dict | None = None) -> RunResult:
     env = {"device": "cuda" if gpu else "cpu", "gpu": {"name": gpu} if gpu else None}
     outcomes = tuple(outcomes)
     return RunResult(run_id=run_id, suite=suite, suite_hash=suite_hash, candidate={"name": "k.cu"}, arch=arch,
-                     environment=env, policy={}, outcomes=outcomes, complete=True,
+                     environment=env, outcomes=outcomes,
+                     policy=policy if policy is not None else {"cold_l2": True, "rotate_inputs": 4, "method": "cuda_events"}, complete=True,
                      scenario_count=len(outcomes) if scenario_count is None else scenario_count)
 
 

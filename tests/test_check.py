@@ -82,12 +82,18 @@ def test_larger_epsilon_forgives_a_small_slowdown():
 
 
 @pytest.mark.parametrize("change", [dict(suite="hopper"), dict(suite_hash="b" * 64), dict(gpu="NVIDIA H100"),
-                                    dict(arch="b200")])
+                                    dict(arch="b200"), dict(policy={"cold_l2": False})])
 def test_mismatched_runs_cannot_be_compared(change):
     base, _ = syn.pair(n=2)
     _, new = syn.pair(n=2, **change)
     with pytest.raises(Incomparable):
         evaluate(new, base, Criteria())
+
+
+def test_policies_differing_only_in_sampling_effort_compare():
+    base, _ = syn.pair(n=2, policy={"cold_l2": True, "warmup_ms": 100.0, "min_rounds": 4})
+    _, new = syn.pair(n=2, policy={"cold_l2": True, "warmup_ms": 30.0, "min_rounds": 3})
+    assert evaluate(new, base, Criteria()).passed is True
 
 
 def test_incomplete_run_is_not_correct():
