@@ -26,6 +26,7 @@ from solbench import stats
 from solbench.errors import ConfigError
 from solbench.model import Outcome, RunResult, Status
 from solbench.options import DEFAULT_EPSILON
+from solbench.policy import measuring_differences
 
 
 class Incomparable(ConfigError):
@@ -144,14 +145,9 @@ def gpu_name(environment: dict) -> str | None:
     return gpu if isinstance(gpu, str) else environment.get("gpu_name")
 
 
-MEASURING_FIELDS = ("cold_l2", "rotate_inputs", "method")
-"""TimingPolicy fields that change what a sample measures (warm vs cold L2, reused vs fresh pointers,
-events vs host clock); the others only change how many samples are taken."""
-
-
 def ensure_comparable(results: RunResult, base: RunResult) -> None:
     """Raise Incomparable unless both runs used the same suite version on the same arch and GPU, timed the
-    same way (MEASURING_FIELDS of their policies, where both recorded them)."""
+    same way (policy.MEASURING_FIELDS, where both recorded them)."""
     if (results.suite, results.suite_hash) != (base.suite, base.suite_hash):
         what = "another version of suite" if results.suite == base.suite else "suite"
         raise Incomparable(f"BASE {base.run_id} ran {what} {base.suite!r} (hash {base.suite_hash[:12]}), RESULTS "
@@ -161,8 +157,7 @@ def ensure_comparable(results: RunResult, base: RunResult) -> None:
     ours, theirs = gpu_name(results.environment), gpu_name(base.environment)
     if ours != theirs:
         raise Incomparable(f"BASE ran on GPU {theirs or 'none'}, RESULTS on {ours or 'none'}: not comparable")
-    differ = [f"{k} {base.policy[k]!r} vs {results.policy[k]!r}" for k in MEASURING_FIELDS
-              if k in base.policy and k in results.policy and base.policy[k] != results.policy[k]]
+    differ = measuring_differences(base.policy, results.policy)
     if differ:
         raise Incomparable(f"BASE and RESULTS were timed differently ({', '.join(differ)}; e.g. --quick against a "
                            "full run): not comparable")

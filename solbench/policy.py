@@ -86,3 +86,13 @@ def with_overrides(base: TimingPolicy, spec: str | None) -> TimingPolicy:
             raise ConfigError(f"--policy {key}={raw!r}: not a valid {kind}") from None
         changes[key] = value
     return replace(base, **changes)
+
+
+MEASURING_FIELDS = ("cold_l2", "rotate_inputs", "method")
+"""TimingPolicy fields that change what a sample measures (warm vs cold L2, reused vs fresh pointers,
+events vs host clock); the others only change how many samples are taken."""
+
+
+def measuring_differences(a: dict, b: dict) -> list[str]:
+    """'field a_value vs b_value' for each MEASURING_FIELDS entry both recorded policies hold and differ in."""
+    return [f"{k} {a[k]!r} vs {b[k]!r}" for k in MEASURING_FIELDS if k in a and k in b and a[k] != b[k]]

@@ -31,7 +31,7 @@ BASE = {"fa3": 1.0, "fa4": 1.1, "sdpa": 2.0, "seed": 10.0}
 
 def make_run(run_id: str, factors: dict[str, float], seed: int = 0, suite_hash: str = SUITE.hash, gpu: str = H200,
              version: str = __version__, arch: str = "h200", wrong: dict | None = None, unsupported: dict | None = None,
-             noise: float = 0.01, n: int = 30, ids=IDS) -> RunResult:
+             noise: float = 0.01, n: int = 30, ids=IDS, policy: dict | None = None) -> RunResult:
     """A run: per impl a time factor; wrong = {scenario index: status} for the candidate;
     unsupported = {impl: scenario indices it skips}."""
     rng = np.random.default_rng(seed)
@@ -52,7 +52,8 @@ def make_run(run_id: str, factors: dict[str, float], seed: int = 0, suite_hash: 
     env = {"device": "cuda", "gpu": {"name": gpu}, "solbench_version": version, "versions": {"fa3-fwd": "0.0.3", "torch": "2.13.0"}}
     cand = {"name": f"{run_id}.cu", "kind": "cu", "sha256": f"{seed:02d}" * 32, "build_flags": ["-O3"],
             "implementations": {k: k for k in factors}}
-    return RunResult(run_id, "smoke", suite_hash, cand, arch, env, {}, tuple(outcomes), True, len(SUITE.scenarios))
+    policy = {"cold_l2": True, "rotate_inputs": 4, "method": "cuda_events"} if policy is None else policy
+    return RunResult(run_id, "smoke", suite_hash, cand, arch, env, policy, tuple(outcomes), True, len(SUITE.scenarios))
 
 
 def baseline_run(**kw) -> RunResult:
@@ -118,6 +119,14 @@ def test_edited_suite_is_refused_a_rank_with_the_reason():
     edited = by_name(b)["edited"]
     assert edited.rank is None and edited.score is None
     assert "suite hash differs" in edited.reason and "edited suite" in edited.reason
+
+
+def test_entry_timed_with_a_warm_l2_is_refused_a_rank():
+    quick = {"cold_l2": False, "rotate_inputs": 1, "method": "cuda_events", "min_rounds": 2}
+    [b] = boards([entry("full", 0.9, 1), entry("quick", 0.5, 2, policy=quick)])
+    assert [s.entry.name for s in b.ranked] == ["full"]
+    reason = by_name(b)["quick"].reason
+    assert "timed differently" in reason and "cold_l2 True vs False" in reason
 
 
 def test_other_major_version_is_listed_apart():

@@ -32,6 +32,7 @@ from itertools import groupby
 
 from solbench.leaderboard.entry import CANDIDATE, Entry, gpu_model, major_version, observe, solbench_version
 from solbench.model import RunResult, Status
+from solbench.policy import measuring_differences
 from solbench.stats import geomean, geomean_ci, median
 
 NOT_BASELINES = (CANDIDATE, "seed")
@@ -170,7 +171,8 @@ def build_boards(entries: list[Entry], baseline_runs: list[RunResult], reference
         ref_hash = reference_hashes.get(suite, "")
         run = choose_baseline_run(baseline_runs, ref_hash, gpu, major) if ref_hash else None
         denoms = denominators(run) if run else {}
-        standings = [_standing(e, ref_hash, major, denoms, arch, confidence) for e in group]
+        standings = [_standing(e, ref_hash, major, denoms, arch, confidence, run.policy if run else None)
+                     for e in group]
         note = ""
         if run and run.scenario_count > len(denoms):
             note = (f"denominators for {len(denoms)} of {run.scenario_count} scenarios; "
@@ -196,8 +198,11 @@ def _incomparable(e: Entry, ref_hash: str, major: str) -> list[str]:
 
 
 def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator], arch: str,
-              confidence: float) -> Standing:
+              confidence: float, base_policy: dict | None = None) -> Standing:
     reasons = _incomparable(e, ref_hash, major)
+    differ = measuring_differences(base_policy or {}, e.result.policy if e.result else {})
+    if differ:
+        reasons.append(f"timed differently from the recorded baselines ({', '.join(differ)})")
     if reasons:
         denoms = {}  # another suite's scenarios: their times are not comparable with these denominators
     rows, samples, drifts = [], [], []
