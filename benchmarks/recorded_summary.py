@@ -18,7 +18,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from solbench.baselines import REGISTRY, get_adapter_class  # noqa: E402
 from solbench.run_files import load_run  # noqa: E402
+from solbench.scenario import Scenario  # noqa: E402
+
+
+def withdrawn(impl: str, scenario: dict, arch: str) -> str:
+    """' (claim since withdrawn: REASON)' when today's adapter no longer claims the scenario, else ''."""
+    if impl not in REGISTRY:
+        return ""
+    support = get_adapter_class(impl).supports(Scenario.from_dict(scenario), arch)
+    return "" if support.ok else f" (claim since withdrawn: {support.reason})"
 
 
 def verdicts(outcome) -> dict[str, tuple[str, str]]:
@@ -42,7 +52,7 @@ def summarise(path: str, focus: str | None) -> None:
         for impl, (status, reason) in verdicts(o).items():
             counts[impl][status] += 1
             if status not in ("passed", "skipped"):
-                reasons[impl].append(f"{o.scenario_id}: {status} {reason[:90]}")
+                reasons[impl].append(f"{o.scenario_id}: {status} {reason[:90]}{withdrawn(impl, o.scenario, result.arch)}")
         if not o.bound:
             continue
         for impl, m in o.measurements.items():
