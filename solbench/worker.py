@@ -26,6 +26,9 @@ class InputsModified(RuntimeError):
 UNWRITTEN_IN_TIMING = "unwritten_in_timing"
 """Flag: some timed call left its (freshly poisoned) outputs unwritten."""
 
+ERROR_CONTEXT_INTACT = "error_context_intact"
+"""Reply status: a trusted implementation raised but a device synchronize still succeeds."""
+
 WORKER_LOG_PREFIX = "[solbench worker]"
 """Prefix of the worker's own log lines (command durations), kept out of crash messages."""
 
@@ -80,6 +83,10 @@ class Worker:
             code = self._proc.exitcode
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: worker died ({_describe_exit(code)}){self._log_tail()}") from None
+        if status == ERROR_CONTEXT_INTACT:
+            # A trusted implementation (seed, baseline) raised, and its CUDA context still works: keep the
+            # worker, and with it the library's compiled kernels and plans.
+            raise WorkerFailure("error", f"{self.spec.name}: {value}")
         if status in ("error", "tampered", "modified"):
             self.stop(kill=True)  # the CUDA context may be poisoned (illegal address): start afresh
             raise WorkerFailure(status, f"{self.spec.name}: {value}")
@@ -171,7 +178,23 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
             conn.send(("modified", str(exc)))
         except Exception as exc:
             traceback.print_exc()
-            conn.send(("error", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+            # The candidate's worker always starts afresh after an error (it may have left anything behind).
+            status = ERROR_CONTEXT_INTACT if spec.name != "candidate" and _context_intact(device) else "error"
+            conn.send((status, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+
+
+def _context_intact(device: str) -> bool:
+    """False when the CUDA context is poisoned (a sticky error such as an illegal address makes every later
+    call fail, synchronize included)."""
+    if not str(device).startswith("cuda"):
+        return True
+    try:
+        import torch
+
+        torch.cuda.synchronize()
+        return True
+    except Exception:
+        return False
 
 
 class _WorkerState:

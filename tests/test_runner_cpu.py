@@ -164,3 +164,29 @@ def test_policy_overrides_replace_named_fields_and_reject_unknown_ones():
     for bad in ("warmup=3", "warmup_ms", "min_rounds=two", "cold_l2=maybe", "min_rounds=0"):
         with pytest.raises(ConfigError, match="policy|TimingPolicy"):
             policy_value(False, bad)
+
+
+def _raising_module(tmp_path):
+    path = tmp_path / "raises.py"
+    path.write_text("def forward(inputs):\n    raise ValueError('library says no')\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("name, kept", [("seed", True), ("fa3", True), ("candidate", False)])
+def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, kept):
+    from solbench.impls import ImplSpec
+    from solbench.policy import QUICK
+    from solbench.suites import load_suite
+    from solbench.worker import Worker, WorkerFailure
+
+    sc = load_suite("smoke").scenarios[0]
+    worker = Worker(ImplSpec(name, "python", _raising_module(tmp_path)), "cpu", QUICK, tmp_path / "w.log")
+    try:
+        worker.request("prepare", {"scenario": sc.to_dict(), "rotate": 1}, 60)
+        pid = worker._proc.pid
+        with pytest.raises(WorkerFailure, match="library says no") as failure:
+            worker.request("check", {"timed": False, "refill_trial": 2}, 60)
+        assert failure.value.kind == "error"
+        assert (worker._proc is not None and worker._proc.pid == pid) is kept
+    finally:
+        worker.stop(kill=True)
