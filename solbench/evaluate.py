@@ -153,7 +153,8 @@ def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error, 
 
     try:
         if not timed:
-            info = worker.request("prepare", {"scenario": sc.to_dict(), "rotate": policy.rotate_inputs}, timeout_s)
+            info = worker.request("prepare", {"scenario": sc.to_dict(), "rotate": policy.rotate_inputs},
+                                  timeout_s + worker.setup_s)
         else:
             info = {"writes_lse": worker.writes_lse}
         reply = worker.request("check", {"timed": timed, "refill_trial": refill_trial(policy)}, timeout_s)

@@ -189,7 +189,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     )
     write_result(result, folder)
     bound_fn = _bound_fn(arch)
-    workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log") for n, s in specs.items()}
+    workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log", setup_s=_setup_s(s)) for n, s in specs.items()}
     supports = _baseline_claims(specs, arch)
     try:
         for sc in scenarios:
@@ -223,6 +223,15 @@ def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str,
         if before != now:
             raise ConfigError(f"--resume {config.resume}: the {what} differs from the interrupted run's; "
                               "start a new run instead")
+
+
+def _setup_s(spec: ImplSpec) -> float:
+    """A baseline's allowance for compiling a new configuration (0 for .cu and Python implementations)."""
+    if spec.kind != "baseline":
+        return 0.0
+    from solbench.baselines import get_adapter_class
+
+    return float(get_adapter_class(spec.path).setup_s)
 
 
 def _baseline_claims(specs: dict[str, ImplSpec], arch: str) -> dict:

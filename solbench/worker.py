@@ -50,6 +50,8 @@ class Worker:
     device: str
     policy: TimingPolicy
     log_path: Path
+    setup_s: float = 0.0
+    """Extra seconds a 'prepare' may take beyond the per-scenario timeout (a baseline's JIT compile)."""
 
     def __post_init__(self):
         self._proc = None

@@ -190,3 +190,39 @@ def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, k
         assert (worker._proc is not None and worker._proc.pid == pid) is kept
     finally:
         worker.stop(kill=True)
+
+
+def test_compiling_baselines_get_a_setup_allowance_and_others_none():
+    from solbench.impls import ImplSpec
+    from solbench.runner import _setup_s
+
+    assert _setup_s(ImplSpec("flashinfer-fa3", "baseline", "flashinfer-fa3")) >= 300
+    assert _setup_s(ImplSpec("flex", "baseline", "flex")) >= 300
+    assert _setup_s(ImplSpec("fa3", "baseline", "fa3")) == 0
+    assert _setup_s(ImplSpec("candidate", "python", "x.py")) == 0
+
+
+def test_prepare_waits_for_the_setup_allowance_and_the_check_does_not():
+    from solbench.evaluate import _check
+    from solbench.policy import QUICK
+    from solbench.suites import load_suite
+    from solbench.worker import WorkerFailure
+
+    class Recorder:
+        setup_s = 500.0
+        writes_lse = True
+
+        def __init__(self):
+            self.timeouts = {}
+
+        def request(self, cmd, payload, timeout_s):
+            self.timeouts[cmd] = timeout_s
+            if cmd == "check":
+                raise WorkerFailure("timeout", "stop here")
+            return {"writes_lse": True}
+
+    worker = Recorder()
+    sc = load_suite("smoke").scenarios[0]
+    status, _, _ = _check(sc, worker, None, None, QUICK, 120.0, seed_error=None)
+    assert status.value == "timeout"
+    assert worker.timeouts == {"prepare": 620.0, "check": 120.0}

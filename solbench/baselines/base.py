@@ -131,6 +131,9 @@ class AdapterBase:
     """Top-level modules of which at least one must be importable."""
     label: ClassVar[str] = ""
     """One line: what is called."""
+    setup_s: ClassVar[float] = 0.0
+    """Seconds its first set-up of a new configuration may take beyond the per-scenario timeout (JIT
+    compiles), so a compile is not mistaken for a hang."""
     in_default_set: ClassVar[bool] = True
     """Timed when --baselines is not given. False for libraries whose per-shape set-up takes minutes
     (FlexAttention compiles every shape), which run only when named."""

@@ -40,6 +40,7 @@ def is_decode(sc: Scenario) -> bool:
 
 
 class FlashInferAdapter(AdapterBase):
+    setup_s = 600  # JIT-compiles each kernel variant with nvcc: ~20 s (fa2) to ~70 s (fa3 backend) on an H200 host
     package = "flashinfer"
     distributions = ("flashinfer-python",)
     modules = ("flashinfer",)
