@@ -153,3 +153,28 @@ def test_cudnn_graph_reads_and_writes_what_cudnn_would(sc, fake_cudnn):
     adapter = adapter_module.Adapter(device="cpu")
     verdict = run_and_judge(adapter, sc)
     assert verdict.status is Status.PASSED, verdict.reason
+
+
+def test_one_graph_per_scenario_serves_every_input_set(fake_cudnn, monkeypatch):
+    """The runner binds the check inputs and every rotated copy: the graph is built once per scenario and
+    each bind executes on its own buffers."""
+    from solbench.inputs import make_inputs
+    from solbench.reference import reference
+    from solbench.verdict import judge
+
+    built = []
+    monkeypatch.setattr(fake_cudnn, "pygraph", lambda **kw: built.append(Graph(**kw)) or built[-1])
+    sc = next(s for s in CASES if s.kv_layout == "paged" and adapter_module.Adapter.supports(s, "h200").ok)
+    adapter = adapter_module.Adapter(device="cpu")
+    sets = [make_inputs(sc, trial=t, device="cpu") for t in range(3)]
+    calls = [adapter.bind(inputs) for inputs in sets]
+    assert len(built) == 1
+    for inputs, call in zip(sets, calls):
+        inputs.poison()
+        call()
+        ref_out, ref_lse = reference(inputs)
+        verdict = judge(inputs.out, inputs.lse, ref_out, ref_lse, sc.dtype, writes_lse=adapter.writes_lse)
+        assert verdict.status is Status.PASSED, verdict.reason
+    other = next(s for s in CASES if s.id != sc.id and adapter_module.Adapter.supports(s, "h200").ok)
+    adapter.bind(make_inputs(other, device="cpu"))
+    assert len(built) == 2
