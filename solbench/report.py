@@ -37,6 +37,10 @@ def comparator_names(result: RunResult) -> list[str]:
     return names
 
 
+INCOMPLETE = "run incomplete"
+"""Marks a Score.failed entry that stands for the scenarios an interrupted run never reached."""
+
+
 def best_ratios(o: Outcome) -> tuple[float, ...] | None:
     """Per round, the speedup against the fastest comparator of that round (min over comparators)."""
     if not o.ratios:
@@ -50,7 +54,8 @@ def scores(result: RunResult) -> list[Score]:
     # A declined (skipped) scenario disqualifies too: a score over only the easy scenarios is no score.
     failed = tuple(o.scenario_id for o in result.outcomes if o.status is not Status.PASSED)
     if not result.complete:  # a geomean over the finished scenarios only is no suite score
-        failed += ("(run incomplete)",)
+        failed += (f"{INCOMPLETE}: {result.scenario_count - len(result.outcomes)} of {result.scenario_count} "
+                   "scenarios not run",)
     out = []
     for name in comparator_names(result) + (["best"] if len(comparator_names(result)) > 1 else []):
         per = [best_ratios(o) if name == "best" else o.ratios.get(name) for o in result.outcomes]
@@ -66,7 +71,11 @@ def scores(result: RunResult) -> list[Score]:
 def score_line(s: Score) -> str:
     """One line per comparator: the geomean with its interval, or 0 and how many scenarios failed."""
     if s.failed:
-        return f"score vs {s.comparator}: 0 ({len(s.failed)} scenario(s) not passed)"
+        why = [f for f in s.failed if f.startswith(INCOMPLETE)]
+        failed = len(s.failed) - len(why)
+        if failed:
+            why.insert(0, f"{failed} scenario(s) not passed")
+        return f"score vs {s.comparator}: 0 ({'; '.join(why)})"
     return (f"geomean speedup vs {s.comparator}: {s.geomean:.4f}x (95% CI {s.lo:.4f}-{s.hi:.4f}) "
             f"over {s.scenarios} scenarios")
 

@@ -224,3 +224,17 @@ def test_help_names_every_option(capsys):
     for flag in ("--against", "--min-ratio", "--min-geomean", "--comparator", "--min-sol", "--epsilon", "--strict", "--json"):
         assert flag in out
     assert "default 0.02" in out
+
+
+def test_report_score_line_says_how_much_of_an_incomplete_run_is_missing():
+    from dataclasses import replace
+
+    from solbench.report import score_line, scores
+
+    rng = np.random.default_rng(0)
+    result = syn.run([syn.outcome(s, rng) for s in syn.scenario_ids(2)], scenario_count=5)
+    [score] = scores(replace(result, complete=False))
+    assert score_line(score) == "score vs seed: 0 (run incomplete: 3 of 5 scenarios not run)"
+    wrong = syn.run([syn.outcome(s, rng, status="mismatch") for s in syn.scenario_ids(1)], scenario_count=3)
+    [score] = scores(replace(wrong, outcomes=wrong.outcomes + result.outcomes[:1], complete=False))
+    assert score_line(score) == "score vs seed: 0 (1 scenario(s) not passed; run incomplete: 1 of 3 scenarios not run)"
