@@ -17,8 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from dataclasses import replace
+
+from solbench.errors import ConfigError
 from solbench.policy import TimingPolicy
-from solbench.runner import RunConfig, run
+from solbench.runner import RunConfig, load_result, run
 from solbench.stats import geomean_ci, median, median_ci
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,12 +34,18 @@ def experiment(candidate: str, args, label: str, comparator: str = "seed") -> di
     start = time.perf_counter()
     baselines = () if comparator == "seed" else (comparator,)
     folder = Path(args.out) / label
-    resume = folder if (folder / "results.json").exists() else None  # an interrupted experiment goes on
-    result = run(RunConfig(candidate=candidate, suite=args.suite, baselines=baselines, policy=TimingPolicy(),
-                           seed="default" if comparator == "seed" else None, out_dir=folder, resume=resume,
-                           filter=args.filter, max_scenarios=args.max_scenarios))
+    config = RunConfig(candidate=candidate, suite=args.suite, baselines=baselines, policy=TimingPolicy(),
+                       seed="default" if comparator == "seed" else None, out_dir=folder,
+                       filter=args.filter, max_scenarios=args.max_scenarios)
+    previous = load_result(folder) if (folder / "results.json").exists() else None
+    try:
+        # An interrupted experiment goes on; a finished one is run again from scratch.
+        result = run(replace(config, resume=folder) if previous and not previous.complete else config)
+    except ConfigError as exc:  # another suite version, candidate or GPU: start over
+        print(f"{label}: not resuming {folder} ({exc})")
+        result = run(config)
     wall_s = time.perf_counter() - start
-    if resume:
+    if previous and not previous.complete:
         label += " (resumed)"  # its wall time covers only this part
     ratios = [o.ratios[comparator] for o in result.outcomes if o.ratios.get(comparator)]
     dev = np.array([abs(median(r) - 1) for r in ratios])

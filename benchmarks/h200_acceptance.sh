@@ -36,7 +36,9 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     echo "== record $s (${left} s left)"
     SOLBENCH_TRACE=1 timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \
       --policy "$RECORD_POLICY" "${args[@]}" >> "$out/log-record.txt" 2>&1
-    echo "   exit $? after $((SECONDS - (deadline - left))) s"
+    rc=$?
+    echo "   exit $rc after $((SECONDS - (deadline - left))) s"
+    [ "$rc" -eq 2 ] && { echo "   refused (see $out/log-record.txt): nothing new for $s"; continue; }
     [ -f "$dir/results.json" ] && cp "$dir/results.json" "$out/$s.json" && \
       python3 benchmarks/recorded_summary.py "$out/$s.json" --focus sq16384
   done
@@ -55,7 +57,9 @@ case "${1:-}" in
     # Interrupted experiments resume from /tmp/ab/<label>/ (or from ab/<label>/ carried back in the tree).
     shift
     [ -d ab ] && [ ! -d /tmp/ab ] && cp -r ab /tmp/ab
-    timeout -s INT -k 20 $((deadline - SECONDS - 30)) python3 benchmarks/ab_experiment.py --suite hopper --out /tmp/ab "$@" \
+    left=$((deadline - SECONDS - 30))
+    [ "$left" -lt 60 ] && { echo "timing: no time left (BUDGET)"; exit 0; }
+    timeout -s INT -k 20 "$left" python3 benchmarks/ab_experiment.py --suite hopper --out /tmp/ab "$@" \
       2>&1 | grep -v -i warn | tail -8 | tee "$out/ab.txt"
     for d in /tmp/ab/*/; do [ -f "$d/results.json" ] && cp "$d/results.json" "$out/ab-$(basename "$d").json"; done ;;
   calibrate)

@@ -47,6 +47,10 @@ class TimingPolicy:
     def __post_init__(self):
         if self.round_samples < 1 or self.min_rounds < 1 or self.max_rounds < self.min_rounds:
             raise ConfigError("TimingPolicy: need round_samples >= 1 and 1 <= min_rounds <= max_rounds")
+        if self.rotate_inputs < 1:
+            raise ConfigError(f"TimingPolicy.rotate_inputs must be >= 1, got {self.rotate_inputs}")
+        if self.method not in ("auto", "cuda_events", "host_clock"):
+            raise ConfigError(f"TimingPolicy.method must be auto, cuda_events or host_clock, got {self.method!r}")
         if self.launch_cover_ms < 0:
             raise ConfigError(f"TimingPolicy.launch_cover_ms must be >= 0, got {self.launch_cover_ms}")
         if not 0 < self.target_rel_ci < 1:

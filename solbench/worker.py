@@ -193,8 +193,12 @@ def _context_intact(device: str) -> bool:
     try:
         import torch
 
+        from solbench import cudart
+
         torch.cuda.synchronize()
-        return True
+        # A non-sticky error the library never read back would surface in the next scenario's first call
+        # and be blamed on it: read and clear it here, and start afresh if there was one.
+        return cudart.load().clear_last_error() == 0
     except Exception:
         return False
 

@@ -161,7 +161,8 @@ def test_policy_overrides_replace_named_fields_and_reject_unknown_ones():
     assert (p.warmup_ms, p.launcher_budget_ms, p.launcher_ab, p.min_rounds) == (30.0, 50.0, False, 3)
     assert p.max_rounds == TimingPolicy().max_rounds
     assert policy_value(True, None) == QUICK
-    for bad in ("warmup=3", "warmup_ms", "min_rounds=two", "cold_l2=maybe", "min_rounds=0"):
+    for bad in ("warmup=3", "warmup_ms", "min_rounds=two", "cold_l2=maybe", "min_rounds=0", "rotate_inputs=0",
+                "method=bogus"):
         with pytest.raises(ConfigError, match="policy|TimingPolicy"):
             policy_value(False, bad)
 
@@ -226,3 +227,11 @@ def test_prepare_waits_for_the_setup_allowance_and_the_check_does_not():
     status, _, _ = _check(sc, worker, None, None, QUICK, 120.0, seed_error=None)
     assert status.value == "timeout"
     assert worker.timeouts == {"prepare": 620.0, "check": 120.0}
+
+
+def test_resume_refuses_another_set_of_implementations(tmp_path):
+    from solbench.errors import ConfigError
+
+    run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=1, seed=None))
+    with pytest.raises(ConfigError, match="set of implementations"):
+        run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path, seed=GOOD))
