@@ -32,7 +32,10 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     if [ -f "baselines/h200/$s.json" ] && [ ! -f "$dir/results.json" ]; then
       mkdir -p "$dir"; cp "baselines/h200/$s.json" "$dir/results.json"
     fi
-    [ -f "$dir/results.json" ] && args=(--resume "$dir")
+    if [ -f "$dir/results.json" ]; then  # resume with the recorded run's own baselines, whatever is installed now
+      names=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(n for n in d['candidate']['implementations'] if n not in ('candidate', 'seed')) or 'none')" "$dir/results.json")
+      args=(--resume "$dir" --baselines "$names")
+    fi
     echo "== record $s (${left} s left)"
     SOLBENCH_TRACE=1 timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \
       --policy "$RECORD_POLICY" "${args[@]}" >> "$out/log-record.txt" 2>&1
