@@ -148,6 +148,15 @@ def test_default_is_every_available_of_the_default_set(monkeypatch):
     assert resolve_baselines(("flex", "fa3", "flex")) == ("flex", "fa3")
 
 
+def test_a_library_name_stands_for_all_its_backends(monkeypatch):
+    monkeypatch.setattr(AdapterBase, "found_module", classmethod(lambda c: "x"))
+    assert resolve_baselines(("fa3", "flashinfer", "sdpa")) == ("fa3", "flashinfer-fa2", "flashinfer-fa3",
+                                                                "sdpa-flash", "sdpa-efficient")
+    monkeypatch.setattr(AdapterBase, "found_module", classmethod(lambda c: None if c.package == "flashinfer" else "x"))
+    with pytest.raises(MissingDependencyError, match=r"flashinfer-fa2: .*solbench\[flashinfer\]"):
+        resolve_baselines(("flashinfer",))
+
+
 # --- coverage and the command ---------------------------------------------------------------------
 
 

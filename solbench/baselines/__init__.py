@@ -50,14 +50,21 @@ def get_adapter(name: str, device: str):
     return cls(device=device)
 
 
+GROUPS = {"flashinfer": ("flashinfer-fa2", "flashinfer-fa3"), "sdpa": ("sdpa-flash", "sdpa-efficient")}
+"""Names that stand for every backend of one library (`--baselines fa3,flashinfer`)."""
+
+
 def resolve_baselines(requested: tuple[str, ...] | None) -> tuple[str, ...]:
-    """None -> every available baseline of the default set; explicit names must be known and installed."""
+    """None -> every available baseline of the default set; explicit names (or GROUPS) must be known and
+    installed."""
     if requested is None:
         return tuple(name for name in REGISTRY
                      if get_adapter_class(name).in_default_set and get_adapter_class(name).is_available())
+    requested = tuple(member for n in requested for member in GROUPS.get(n, (n,)))
     unknown = [n for n in requested if n not in REGISTRY]
     if unknown:
-        raise ConfigError(f"unknown baseline(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+        raise ConfigError(f"unknown baseline(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)} "
+                          f"(and {', '.join(GROUPS)} for all of a library's backends)")
     missing = [n for n in requested if not get_adapter_class(n).is_available()]
     if missing:
         lines = "; ".join(f"{n}: {get_adapter_class(n).unavailable_reason()}" for n in missing)
