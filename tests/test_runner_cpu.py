@@ -235,3 +235,26 @@ def test_resume_refuses_another_set_of_implementations(tmp_path):
     run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=1, seed=None))
     with pytest.raises(ConfigError, match="set of implementations"):
         run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path, seed=GOOD))
+
+
+def test_run_json_prints_one_object_for_agents(tmp_path, capsys):
+    assert main(["run", GOOD, "--device", "cpu", "--quick", "--json", "--max-scenarios", "2", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["passed"] is True and doc["scenarios_done"] == 2 and doc["results"].endswith("results.json")
+    assert {s["comparator"] for s in doc["scores"]} and all(s["ci95"] for s in doc["scores"])
+    assert [r["scenario"] for r in doc["per_scenario"]] == [o["scenario_id"] for o in
+                                                            json.loads((tmp_path / "results.json").read_text())["outcomes"]]
+    assert "passed" in captured.err  # progress lines go to stderr
+    assert main(["report", str(tmp_path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run_id"] == doc["run_id"]
+
+
+def test_report_json_lists_failures_and_zero_scores(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SOLBENCH_TEST_CRASH", "raise")
+    run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path))
+    capsys.readouterr()
+    assert main(["report", str(tmp_path), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["passed"] is False and len(doc["failed"]) == 2
+    assert all(s["geomean"] == 0.0 and s["ci95"] is None and len(s["zero_because"]) == 2 for s in doc["scores"])

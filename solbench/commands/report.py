@@ -10,16 +10,22 @@ HELP = "re-render the reports of a results.json (works without a GPU)"
 def add_arguments(parser) -> None:
     parser.add_argument("results", type=Path, help="a results.json, or a run folder holding one")
     parser.add_argument("--out", type=Path, help="also write summary.md and results.csv into this folder")
-    parser.add_argument("--format", choices=("table", "markdown", "csv"), default="table", help="what to print")
+    parser.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table",
+                        help="what to print (json: one object for agents, as `solbench run --json` prints)")
 
 
 def run(args) -> int:
     import tempfile
 
-    from solbench.report import render_summary, render_table, write_reports
+    import json
+
+    from solbench.report import render_summary, render_table, summary_dict, write_reports
     from solbench.runner import load_result
 
     result = load_result(args.results)
+    if args.format == "json":
+        print(json.dumps(summary_dict(result, str(args.results)), indent=1))
+        return 1 if result.failures() else 0
     if args.format == "table":
         print(render_table(result))
         print()

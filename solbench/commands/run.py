@@ -6,6 +6,8 @@ present (the candidate is still built, checked for forbidden libraries and its b
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from pathlib import Path
 
@@ -22,13 +24,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", type=Path, help="run folder (default reports/<run-id>/)")
     parser.add_argument("--flag", action="append", default=[], help="extra nvcc flag for the candidate (repeatable)")
     parser.add_argument("--allow-lib", action="append", default=[], help="allow a forbidden library (cublas, cudnn, cutlass, cute)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (scores, failures, per-scenario "
+                        "rows, results path) instead of tables; progress goes to stderr")
 
 
 def run(args) -> int:
     from solbench import runner
     from solbench.errors import DeviceMismatchError
     from solbench.model import Status
-    from solbench.report import render_summary, render_table, write_reports
+    from solbench.report import render_summary, render_table, summary_dict, write_reports
 
     from solbench.archspec import known_arches
     from solbench.errors import ConfigError
@@ -55,7 +59,8 @@ def run(args) -> int:
 
     def progress(outcome):
         now = time.perf_counter()
-        print(f"  {outcome.status.value:>17}  {now - last[0]:6.1f} s  {outcome.scenario_id}", flush=True)
+        print(f"  {outcome.status.value:>17}  {now - last[0]:6.1f} s  {outcome.scenario_id}", flush=True,
+              file=sys.stderr if args.json else sys.stdout)
         last[0] = now
 
     result = runner.run(config, on_outcome=progress)
@@ -63,6 +68,9 @@ def run(args) -> int:
     if folder.suffix == ".json":
         folder = folder.parent
     write_reports(result, folder)
+    if args.json:
+        print(json.dumps(summary_dict(result, str(folder / "results.json")), indent=1))
+        return 0 if all(o.status is Status.PASSED for o in result.outcomes) else 1
     print()
     print(render_table(result))
     print()
@@ -79,17 +87,19 @@ def _build_and_bound_only(args, present) -> None:
     from solbench.roofline import bound
     from solbench.suites import load_suite
 
+    out = sys.stderr if args.json else sys.stdout  # with --json, stdout carries JSON only
     if Path(args.candidate).suffix == ".cu":
         from solbench.binary_check import check_binary
         from solbench.build import build
 
         result = build(args.candidate, args.arch, extra_flags=tuple(args.flag))
         check_binary(result.so_path, allow=tuple(args.allow_lib))
-        print(f"built {result.so_path} for {args.arch} ({'cached' if result.cache_hit else 'compiled'}); forbidden-library check passed")
+        print(f"built {result.so_path} for {args.arch} ({'cached' if result.cache_hit else 'compiled'}); forbidden-library check passed",
+              file=out)
     if args.arch in known_arches():
         spec = load_arch(args.arch)
         rows = []
         for sc in load_suite(args.suite).select(args.filter, args.max_scenarios).scenarios:
             b = bound(sc, spec)
             rows.append([sc.id, f"{b.flops:.3e}", f"{b.bytes:.3e}", f"{b.bound_ms * 1e3:.2f}", b.limit])
-        print(tabulate(rows, headers=["scenario", "flops", "bytes", "bound_us", "limit"]))
+        print(tabulate(rows, headers=["scenario", "flops", "bytes", "bound_us", "limit"]), file=out)
