@@ -37,7 +37,7 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
       args=(--resume "$dir" --baselines "$names")
     fi
     echo "== record $s (${left} s left)"
-    SOLBENCH_TRACE=1 timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \
+    SOLBENCH_TRACE="$out/trace-record.txt" timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \
       --policy "$RECORD_POLICY" "${args[@]}" >> "$out/log-record.txt" 2>&1
     rc=$?
     echo "   exit $rc after $((SECONDS - (deadline - left))) s"
@@ -45,6 +45,7 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     [ -f "$dir/results.json" ] && cp "$dir/results.json" "$out/$s.json" && \
       python3 benchmarks/recorded_summary.py "$out/$s.json" --focus sq16384
   done
+  [ -f "$out/trace-record.txt" ] && python3 benchmarks/trace_summary.py "$out/trace-record.txt"
 }
 
 case "${1:-}" in
@@ -62,8 +63,9 @@ case "${1:-}" in
     [ -d ab ] && [ ! -d /tmp/ab ] && cp -r ab /tmp/ab
     left=$((deadline - SECONDS - 30))
     [ "$left" -lt 60 ] && { echo "timing: no time left (BUDGET)"; exit 0; }
-    timeout -s INT -k 20 "$left" python3 benchmarks/ab_experiment.py --suite hopper --out /tmp/ab "$@" \
-      2>&1 | grep -v -i warn | tail -8 | tee "$out/ab.txt"
+    SOLBENCH_TRACE="$out/trace-ab.txt" timeout -s INT -k 20 "$left" python3 benchmarks/ab_experiment.py --suite hopper \
+      --out /tmp/ab "$@" 2>&1 | grep -v -i warn | tail -8 | tee "$out/ab.txt"
+    [ -f "$out/trace-ab.txt" ] && python3 benchmarks/trace_summary.py "$out/trace-ab.txt"
     for d in /tmp/ab/*/; do [ -f "$d/results.json" ] && cp "$d/results.json" "$out/ab-$(basename "$d").json"; done ;;
   calibrate)
     solbench calibrate --out "$out/h200.toml" 2>&1 | tail -25 ;;

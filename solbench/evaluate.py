@@ -18,14 +18,21 @@ from solbench.policy import TimingPolicy
 from solbench.scenario import Scenario
 from solbench.worker import Worker, WorkerFailure
 
-TRACE = bool(os.environ.get("SOLBENCH_TRACE"))
+TRACE = os.environ.get("SOLBENCH_TRACE", "")
+"""'1' prints phase times to stderr; any other non-empty value is a file they are appended to."""
 
 
 def trace(what: str, since: float) -> float:
-    """With SOLBENCH_TRACE=1, print how long a phase took (to find where a slow run spends its time)."""
+    """With SOLBENCH_TRACE set, record how long a phase took (to find where a slow run spends its time);
+    benchmarks/trace_summary.py totals them per phase."""
     now = time.perf_counter()
     if TRACE:
-        print(f"[solbench trace] {what}: {now - since:.3f} s", file=sys.stderr, flush=True)
+        line = f"[solbench trace] {what}: {now - since:.3f} s"
+        if TRACE in ("1", "true", "yes"):
+            print(line, file=sys.stderr, flush=True)
+        else:
+            with open(TRACE, "a") as f:
+                print(line, file=f)
     return now
 
 
@@ -193,8 +200,10 @@ def _time_interleaved(workers: dict[str, Worker], policy: TimingPolicy, timeout_
         except WorkerFailure as exc:
             raise _TimingFailure(name, exc) from None
 
+    t = time.perf_counter()
     for name in workers:
         ask(name, "warm_up")
+    t = trace("warm-up", t)
     samples = {n: [] for n in workers}
     host = {n: [] for n in workers}
     flags = {n: set() for n in workers}
@@ -222,7 +231,9 @@ def _time_interleaved(workers: dict[str, Worker], policy: TimingPolicy, timeout_
         done = r + 1 >= policy.min_rounds and tight
         if done or time.perf_counter() - start > policy.max_time_s and r + 1 >= policy.min_rounds:
             break
+    t = trace(f"rounds ({r + 1})", t)
     splits = {n: ask(n, "launcher_split") for n in workers} if policy.launcher_ab else {}
+    trace("launcher split", t)
     measurements = {}
     for name in workers:
         if rel_ci_halfwidth(samples[name]) >= policy.target_rel_ci:
