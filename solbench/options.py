@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from solbench import policy
+
 ARCHES = ("h100", "h200", "b200", "rtx3080")
 
 
@@ -79,9 +81,6 @@ def baselines_value(raw: str | None) -> tuple[str, ...] | None:
     return None if raw is None else tuple(b for b in raw.split(",") if b and b != "none")
 
 
-def policy_value(quick: bool, overrides: str | None):
+def policy_value(quick: bool, overrides: str | None) -> policy.TimingPolicy:
     """--quick and --policy as one TimingPolicy."""
-    from solbench.policy import QUICK as QUICK_POLICY
-    from solbench.policy import TimingPolicy, with_overrides
-
-    return with_overrides(QUICK_POLICY if quick else TimingPolicy(), overrides)
+    return policy.with_overrides(policy.QUICK if quick else policy.TimingPolicy(), overrides)

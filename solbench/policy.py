@@ -65,6 +65,10 @@ QUICK = TimingPolicy(warmup_ms=5.0, round_samples=3, min_rounds=2, max_rounds=4,
 """For CPU smoke runs and tests: a few samples, enough to exercise every code path."""
 
 
+_PARSERS = {"int": int, "float": float, "str": str,
+            "bool": lambda raw: {"true": True, "1": True, "false": False, "0": False}[raw.lower()]}
+
+
 def with_overrides(base: TimingPolicy, spec: str | None) -> TimingPolicy:
     """`base` with the fields named in `spec` ("warmup_ms=30,launcher_ab=false") replaced.
 
@@ -78,17 +82,11 @@ def with_overrides(base: TimingPolicy, spec: str | None) -> TimingPolicy:
         key = key.strip()
         if not sep or key not in types:
             raise ConfigError(f"--policy {item!r}: expected KEY=VALUE with KEY one of {', '.join(types)}")
-        kind = types[key] if isinstance(types[key], str) else types[key].__name__
+        kind = types[key]  # a string: this module has `from __future__ import annotations`
         try:
-            if kind == "bool":
-                if raw.strip().lower() not in ("true", "false", "1", "0"):
-                    raise ValueError(raw)
-                value = raw.strip().lower() in ("true", "1")
-            else:
-                value = {"int": int, "float": float, "str": str}[kind](raw.strip())
-        except ValueError:
+            changes[key] = _PARSERS[kind](raw.strip())
+        except (ValueError, KeyError):
             raise ConfigError(f"--policy {key}={raw!r}: not a valid {kind}") from None
-        changes[key] = value
     return replace(base, **changes)
 
 

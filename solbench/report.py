@@ -68,6 +68,13 @@ def scores(result: RunResult) -> list[Score]:
     return out
 
 
+def status_counts(result: RunResult) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for o in result.outcomes:
+        counts[o.status.value] = counts.get(o.status.value, 0) + 1
+    return counts
+
+
 def score_line(s: Score) -> str:
     """One line per comparator: the geomean with its interval, or 0 and how many scenarios failed."""
     if s.failed:
@@ -121,9 +128,7 @@ def render_table(result: RunResult, fmt: str = "simple", max_reason: int = 70) -
 
 def render_summary(result: RunResult) -> str:
     """A few lines: counts, score per comparator, and which scenarios failed and why."""
-    counts: dict[str, int] = {}
-    for o in result.outcomes:
-        counts[o.status.value] = counts.get(o.status.value, 0) + 1
+    counts = status_counts(result)
     done = f"{len(result.outcomes)}/{result.scenario_count}" + ("" if result.complete else " (incomplete)")
     lines = [f"suite {result.suite} on {result.arch}: {done} scenarios; "
              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
@@ -141,16 +146,12 @@ def render_summary(result: RunResult) -> str:
 def summary_dict(result: RunResult, results_path: str | None = None) -> dict:
     """What an agent needs from a run, as one JSON-able object: counts, each score with its interval (or
     why it is 0), every failing scenario and comparator with the reason, and the per-scenario rows."""
-    counts: dict[str, int] = {}
-    for o in result.outcomes:
-        counts[o.status.value] = counts.get(o.status.value, 0) + 1
     return {
         "run_id": result.run_id, "suite": result.suite, "arch": result.arch, "complete": result.complete,
         "scenarios_done": len(result.outcomes), "scenarios_total": result.scenario_count,
         "passed": all(o.status is Status.PASSED for o in result.outcomes) and result.complete,
-        "status_counts": counts,
-        "scores": [{"comparator": s.comparator, "geomean": s.geomean if not s.failed else 0.0,
-                    "ci95": [s.lo, s.hi] if not s.failed else None, "scenarios": s.scenarios,
+        "status_counts": status_counts(result),
+        "scores": [{"comparator": s.comparator, "geomean": s.geomean, "ci95": None if s.failed else [s.lo, s.hi], "scenarios": s.scenarios,
                     "zero_because": list(s.failed)} for s in scores(result)],
         "failed": [{"scenario": o.scenario_id, "status": o.status.value, "reason": o.reason}
                    for o in result.outcomes if o.status is not Status.PASSED],

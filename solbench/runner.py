@@ -181,8 +181,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
                       "implementations": {n: s.label for n, s in specs.items()}}
     environment = collect(device, {"solbench_version": __version__})
     if previous:
-        _same_run_or_refuse(previous, config, suite.hash, candidate_info["sha256"], arch, policy, environment,
-                            candidate_info["implementations"])
+        _same_run_or_refuse(previous, config, suite.hash, candidate_info, arch, policy, environment)
     result = RunResult(
         run_id=folder.name, suite=suite.name, suite_hash=suite.hash, candidate=candidate_info, arch=arch,
         environment=environment, policy=policy.to_dict(),
@@ -209,19 +208,20 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     return result
 
 
-def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str, sha256: str, arch: str,
-                        policy: TimingPolicy, environment: dict, implementations: dict) -> None:
+def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str, candidate: dict, arch: str,
+                        policy: TimingPolicy, environment: dict) -> None:
     """--resume finishes the same run: same suite version, candidate source, arch, policy, GPU and set of
     implementations (a baseline missing on the resuming machine would change the denominators halfway)."""
     gpu = (environment.get("gpu") or {}).get("name")
     checks = {
         "suite version": (previous.suite_hash, suite_hash),
-        "candidate source (sha256)": (previous.candidate.get("sha256"), sha256),
+        "candidate source (sha256)": (previous.candidate.get("sha256"), candidate["sha256"]),
         "arch": (previous.arch, arch),
         "timing policy": (previous.policy, policy.to_dict()),
         "GPU": ((previous.environment.get("gpu") or {}).get("name"), gpu),
         "set of implementations (install the same baselines, or pass the same --baselines)":
-            (sorted(previous.candidate.get("implementations", implementations)), sorted(implementations)),
+            (sorted(previous.candidate.get("implementations", candidate["implementations"])),
+             sorted(candidate["implementations"])),
     }
     for what, (before, now) in checks.items():
         if before != now:
