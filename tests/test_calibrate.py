@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import types
+from pathlib import Path
 
 import pytest
 
@@ -226,8 +227,16 @@ def test_sustained_keys_round_trip(tmp_path):
     assert back.peak_tflops("bf16") == 760.5  # the roofline reads the burst ceiling
 
 
-def test_existing_h200_profile_loads_unchanged(tmp_path):
-    path = archspec.SPEC_DIR / "measured" / "h200.toml"
+def test_committed_h200_profile_has_burst_ceilings_above_sustained_rates():
+    profile = load_profile(archspec.SPEC_DIR / "measured" / "h200.toml")
+    for dtype in ("bf16", "fp16", "fp8"):
+        ceiling, sustained = getattr(profile, f"{dtype}_tflops"), getattr(profile, f"{dtype}_sustained_tflops")
+        assert sustained is not None and sustained < ceiling, dtype
+    assert 0 < profile.copy_tbps <= profile.read_tbps
+
+
+def test_profile_written_before_sustained_keys_loads_unchanged(tmp_path):
+    path = Path(__file__).parent / "data" / "h200-profile-before-bursts.toml"  # session 1's H200 profile
     text = path.read_text()
     assert "sustained" not in text  # written before the sustained keys existed
     profile = load_profile(path)

@@ -258,3 +258,35 @@ def test_report_json_lists_failures_and_zero_scores(tmp_path, capsys, monkeypatc
     doc = json.loads(capsys.readouterr().out)
     assert doc["passed"] is False and len(doc["failed"]) == 2
     assert all(s["geomean"] == 0.0 and s["ci95"] is None and len(s["zero_because"]) == 2 for s in doc["scores"])
+
+
+def test_rounds_alternate_order_so_a_position_bias_cancels_in_the_ratios():
+    """An A/A where whoever goes first in a round runs 1 % slow: with a fixed order every per-round ratio
+    would be 0.99 and the CI would exclude 1; alternating the order leaves the pair geomean at 1."""
+    from dataclasses import replace as dc_replace
+
+    from solbench.evaluate import _time_interleaved, round_order
+    from solbench.policy import QUICK
+    from solbench.stats import geomean_ci
+
+    assert round_order(["candidate", "seed", "fa3"], 0) == ["candidate", "seed", "fa3"]
+    assert round_order(["candidate", "seed", "fa3"], 1) == ["fa3", "seed", "candidate"]
+    calls = []
+
+    class SameKernel:
+        def request(self, cmd, payload, timeout_s):
+            if cmd != "round":
+                return {}
+            calls.append(self)
+            first = len(calls) % 2 == 1  # two workers: odd calls open a round
+            ms = [1.01 if first else 1.0] * payload["n"]
+            return {"device_ms": ms, "host_ms": ms, "flags": [], "telemetry": {}}
+
+    policy = dc_replace(QUICK, min_rounds=3, max_rounds=9, launcher_ab=False)
+    workers = {"candidate": SameKernel(), "seed": SameKernel()}
+    _, ratios = _time_interleaved(workers, policy, 10.0, "host_clock")
+    per_round = ratios["seed"]
+    assert len(per_round) % 2 == 0  # stopped after whole pairs of rounds (at least min_rounds)
+    assert min(per_round) < 1 < max(per_round)
+    g, lo, hi = geomean_ci([per_round])
+    assert abs(g - 1) < 1e-3 and lo <= 1 <= hi  # median of 1.01 and 1/1.01
