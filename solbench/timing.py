@@ -182,12 +182,13 @@ class Timer:
     def launcher_split(self, call: Call) -> LauncherSplit:
         """Launcher-only A/B of one call; see LauncherSplit for what each number means."""
         with self._on_device():
-            first = [self._iterate(call, False).device_ms for _ in range(3)]
-            # Repetitions within the policy's budget: a 100 ms call needs no 90 repetitions to show
-            # that its launcher costs nothing next to it; a 10 us call gets the full count.
-            reps = max(3, min(_SPLIT_REPS, int(self.policy.launcher_budget_ms / (3 * max(_median(first), 1e-3)))))
-            batch_size = max(2, min(_SPLIT_BATCH, reps - 3))
-            eager_device = _median(first + [self._iterate(call, False).device_ms for _ in range(reps - 3)])
+            first = self._iterate(call, False).device_ms
+            # Each of the four parts (eager device, graph replay, single, batched) gets a quarter of the
+            # policy's budget: a 50 ms call needs no 15 repetitions to show that its launcher costs
+            # nothing next to it (one each; its A/B then costs ~6 calls), a 10 us call gets the full count.
+            reps = max(1, min(_SPLIT_REPS, int(self.policy.launcher_budget_ms / (4 * max(first, 1e-3)))))
+            batch_size = max(2, min(_SPLIT_BATCH, reps))
+            eager_device = _median([first] + [self._iterate(call, False).device_ms for _ in range(reps - 1)])
             graph_ms, graph_error = None, "no CUDA device (CPU run)"
             if self._ops is not None:
                 graph_ms, graph_error = self._graph_device_ms(call, reps)
@@ -198,7 +199,7 @@ class Timer:
                 call()
                 self._sync()
                 single.append((time.perf_counter() - t0) * 1e3)
-            for _ in range(max(3, reps // 3)):
+            for _ in range(max(1, reps // 3)):
                 self._sync()
                 t0 = time.perf_counter()
                 for _ in range(batch_size):  # back-to-back: host and device overlap as in a real loop

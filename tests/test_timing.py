@@ -181,7 +181,7 @@ def test_launcher_split_repetitions_follow_the_budget():
     short_call, short_count = counted(0.0001)
     timer.launcher_split(long_call)
     timer.launcher_split(short_call)
-    assert long_count[0] == 3 + 3 + 3 * 2  # eager reps, single reps, 3 batches of 2
+    assert long_count[0] == 1 + 1 + 2  # eager, single, one batch of 2: a quarter of 60 ms each
     assert short_count[0] == 15 + 15 + 5 * 10
 
 
