@@ -20,9 +20,10 @@ mkdir -p "$out"
 seed=reference_kernels/seed_attention.cu
 solbench() { python3 -m solbench "$@"; }
 deadline=$((SECONDS + ${BUDGET:-540}))
-# Recorded baseline runs: the default policy with a shorter warm-up and launcher A/B, so 7 implementations
-# over 182 scenarios fit the GPU budget; the results record it.
-RECORD_POLICY="${RECORD_POLICY:-warmup_ms=30,launcher_budget_ms=60,max_time_s=4}"
+# Recorded baseline runs: a shorter warm-up and launcher A/B, so 7 implementations over 182 scenarios fit
+# the GPU budget; the results record it. Rounds of 5 samples, at least 4 (the defaults until session 3), so
+# the partly recorded hopper run can be resumed: --resume refuses any other policy.
+RECORD_POLICY="${RECORD_POLICY:-warmup_ms=30,launcher_budget_ms=60,max_time_s=4,round_samples=5,min_rounds=4}"
 
 record() {  # record SUITE...: seed as candidate + every available baseline, resuming baselines/h200/SUITE.json
   for s in "$@"; do

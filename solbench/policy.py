@@ -13,10 +13,12 @@ class TimingPolicy:
 
     warmup_ms: float = 100.0
     """Warm-up by time (clocks ramp from idle; JIT and caches settle) before any sample."""
-    round_samples: int = 5
+    round_samples: int = 3
     """Timed iterations per implementation per interleaved round."""
-    min_rounds: int = 4
-    """Rounds always taken, whatever the noise."""
+    min_rounds: int = 6
+    """Rounds always taken, whatever the noise. Ratios are formed per round, so this is how many ratios
+    the candidate's per-scenario CI rests on: six is the fewest whose (min, max) covers the median with
+    95 % (stats.min_samples_for_ci); with four, an A/A on the H200 had 32 of 176 CIs miss 1."""
     max_rounds: int = 40
     """Rounds at most."""
     target_rel_ci: float = 0.005
@@ -31,9 +33,10 @@ class TimingPolicy:
     host_check_tolerance: float = 0.5
     """Flag a sample whose event time is below (1 - this) x the host wall time of the synced call
     minus the measured host floor: work hidden on another stream."""
-    launcher_budget_ms: float = 300.0
+    launcher_budget_ms: float = 100.0
     """Rough device-time budget of the launcher-only A/B per implementation and scenario: repetitions
-    shrink for long calls (whose launcher overhead is negligible next to them), never below 3."""
+    shrink for calls longer than ~1.7 ms (whose launcher overhead is negligible next to them), down to
+    one per part; shorter calls, where the launcher matters, get the full count."""
     launch_cover_ms: float = 0.25
     """At most this long the timing stream is held by a spin kernel (sized from the measured launch time)
     while the host issues the call, so launcher host time does not leak into event time; 0 disables."""
