@@ -8,8 +8,9 @@
 #include "../reference_kernels/seed_attention.cu"
 #undef solbench_attention_forward
 
+#include <algorithm>
 #include <map>
-#include <tuple>
+#include <string>
 
 #ifndef SLOWDOWN
 #define SLOWDOWN 0.02
@@ -25,24 +26,37 @@ __global__ void spin_ns(unsigned long long ns) {
     } while (now - start < ns);
 }
 
+// The seed's time of a configuration, keyed by every byte of the parameters: scenarios that share their
+// shapes but differ in window, mask, softcap or page table (and may get the same buffers back from the
+// caching allocator) are timed apart. Keyed on shapes and Q alone, a 0.07 ms windowed scenario took the
+// 61 ms of the full one before it and spun 18x its own time. The median of three calls, so a first call
+// that also loads the kernel module does not set it.
+static float seed_time_ms(const SolbenchAttentionParams* p, cudaStream_t stream, int* status) {
+    float ms[3];
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    for (float& each : ms) {
+        cudaEventRecord(a, stream);
+        *status = seed_forward(p);
+        cudaEventRecord(b, stream);
+        cudaEventSynchronize(b);
+        cudaEventElapsedTime(&each, a, b);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    std::sort(ms, ms + 3);
+    return ms[1];
+}
+
 extern "C" int solbench_attention_forward(const SolbenchAttentionParams* p) {
-    static std::map<std::tuple<int, int, int, int, int, const void*>, float> seed_ms;
-    auto key = std::make_tuple(p->batch, p->total_q, p->max_kv_len, p->heads_q, p->head_dim_qk, (const void*)p->q);
+    static std::map<std::string, float> seed_ms;
+    std::string key(reinterpret_cast<const char*>(p), sizeof(*p));
     cudaStream_t stream = (cudaStream_t)p->stream;
     auto found = seed_ms.find(key);
     if (found == seed_ms.end()) {
-        cudaEvent_t a, b;
-        cudaEventCreate(&a);
-        cudaEventCreate(&b);
-        cudaEventRecord(a, stream);
-        int status = seed_forward(p);
-        cudaEventRecord(b, stream);
-        cudaEventSynchronize(b);
-        float ms = 0.f;
-        cudaEventElapsedTime(&ms, a, b);
-        cudaEventDestroy(a);
-        cudaEventDestroy(b);
-        seed_ms[key] = ms;
+        int status = SOLBENCH_OK;
+        seed_ms[key] = seed_time_ms(p, stream, &status);
         return status;
     }
     int status = seed_forward(p);

@@ -16,7 +16,7 @@ from solbench.errors import BuildError, ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "reference_kernels" / "seed_attention.cu"
-SHIPPED = sorted((ROOT / "reference_kernels").rglob("*.cu"))
+SHIPPED = sorted((ROOT / "reference_kernels").rglob("*.cu")) + sorted((ROOT / "benchmarks").glob("*.cu"))
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
                                 reason="nvcc not installed")
 BROKEN = '#include "solbench_attention.h"\nint solbench_attention_forward(const SolbenchAttentionParams* p) {\n  return undefined_thing;\n}\n'
@@ -56,7 +56,7 @@ def test_seed_builds_for_every_target(cache, arch, sm):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("source", SHIPPED, ids=lambda p: str(p.relative_to(ROOT / "reference_kernels")))
+@pytest.mark.parametrize("source", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_kernel_builds_and_uses_no_forbidden_library(cache, source):
     assert check_binary(build(source, "h100", cache_dir=cache).so_path).ok
 
