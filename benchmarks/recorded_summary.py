@@ -4,8 +4,11 @@ For each results.json given: per implementation (candidate, seed, each baseline)
 passed, failed (with the first reasons) or did not claim; its median and best %-of-SOL against the
 measured-ceiling bound and against the datasheet bound; and every scenario where it was faster than the
 measured or the datasheet bound. With --focus ID_PART also the per-scenario %-of-SOL of those scenarios.
+With --rebound the bounds are computed afresh from today's arch spec and measured profile
+(roofline/<arch>.toml, roofline/measured/<arch>.toml) instead of read from the run, which keeps the ones
+of the profile it was recorded with.
 
-    python benchmarks/recorded_summary.py baselines/h200/*.json [--focus s16384]
+    python benchmarks/recorded_summary.py baselines/h200/*.json [--focus s16384] [--rebound]
 """
 
 from __future__ import annotations
@@ -39,8 +42,18 @@ def verdicts(outcome) -> dict[str, tuple[str, str]]:
     return seen
 
 
-def summarise(path: str, focus: str | None) -> None:
+def fresh_bounds(arch: str):
+    """Scenario dict -> bound dict from today's arch spec and measured profile."""
+    from solbench.archspec import find_profile, load_arch
+    from solbench.roofline import bound
+
+    spec, profile = load_arch(arch), find_profile(arch)
+    return lambda scenario: bound(Scenario.from_dict(scenario), spec, profile).to_dict()
+
+
+def summarise(path: str, focus: str | None, rebound: bool = False) -> None:
     result = load_run(path)
+    bound_of = fresh_bounds(result.arch) if rebound else None
     counts: dict[str, Counter] = defaultdict(Counter)
     reasons: dict[str, list[str]] = defaultdict(list)
     sol_measured: dict[str, list[float]] = defaultdict(list)
@@ -53,17 +66,18 @@ def summarise(path: str, focus: str | None) -> None:
             counts[impl][status] += 1
             if status not in ("passed", "skipped"):
                 reasons[impl].append(f"{o.scenario_id}: {status} {reason[:90]}{withdrawn(impl, o.scenario, result.arch)}")
-        if not o.bound:
+        b = bound_of(o.scenario) if bound_of and o.bound else o.bound
+        if not b:
             continue
         for impl, m in o.measurements.items():
             t = statistics.median(m.samples_ms)
-            b_meas = o.bound.get("measured_bound_ms") or o.bound["bound_ms"]
+            b_meas = b.get("measured_bound_ms") or b["bound_ms"]
             sol_measured[impl].append(b_meas / t)
-            sol_datasheet[impl].append(o.bound["bound_ms"] / t)
-            if t < b_meas or t < o.bound["bound_ms"]:
+            sol_datasheet[impl].append(b["bound_ms"] / t)
+            if t < b_meas or t < b["bound_ms"]:
                 ftl[impl].append(f"{o.scenario_id} {t:.4f} ms < bound {b_meas:.4f} (measured) / "
-                                 f"{o.bound['bound_ms']:.4f} (datasheet)")
-            cells.append(f"{impl} {o.bound['flops'] / t / 1e9:.0f} TF/s {100 * b_meas / t:.0f}%")
+                                 f"{b['bound_ms']:.4f} (datasheet)")
+            cells.append(f"{impl} {b['flops'] / t / 1e9:.0f} TF/s {100 * b_meas / t:.0f}%")
         if focus and focus in o.scenario_id:
             focus_rows.append(f"  {o.scenario_id}: " + ", ".join(cells))
     print(f"== {path}: suite {result.suite}, {len(result.outcomes)} outcomes, "
@@ -93,9 +107,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="+")
     ap.add_argument("--focus", help="also print per-scenario %%-of-SOL for scenario ids containing this")
+    ap.add_argument("--rebound", action="store_true", help="bounds from today's arch spec and measured profile")
     args = ap.parse_args()
     for path in args.results:
-        summarise(path, args.focus)
+        summarise(path, args.focus, args.rebound)
     return 0
 
 

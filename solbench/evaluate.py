@@ -130,8 +130,8 @@ def _recheck_after_timing(sc, worker, policy, device, timeout_s):
 
 
 def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
-    """faster_than_light below the datasheet bound; hidden_work when the host clock saw work the
-    stream's events did not."""
+    """faster_than_light below the measured-ceiling bound (the datasheet one without a profile);
+    hidden_work when the host clock saw work the stream's events did not."""
     from solbench.roofline import is_faster_than_light
     from solbench.stats import median
     from solbench.timing import HOST_GAP, PERSISTING_L2
@@ -140,7 +140,7 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     t_ms = median(measurement.samples_ms)
     if bound is not None and is_faster_than_light(t_ms, bound):
         return Status.FASTER_THAN_LIGHT, (f"median {t_ms * 1e3:.2f} us is below the {bound.arch} speed-of-light "
-                                          f"bound {bound.bound_ms * 1e3:.2f} us")
+                                          f"bound {bound.judged_ms * 1e3:.2f} us ({bound.judged_against} ceilings)")
     if UNWRITTEN_IN_TIMING in measurement.flags:
         return Status.UNWRITTEN, "some timed calls left their freshly poisoned outputs unwritten (work skipped)"
     if PERSISTING_L2 in measurement.flags:
