@@ -213,6 +213,25 @@ def bound(sc: Scenario, spec: ArchSpec, profile: MeasuredProfile | None = None) 
     )
 
 
+def bounds_for(arch: str):
+    """Scenario -> Bound on `arch` (with its measured profile when calibrated; None for a dtype the arch
+    has no tensor cores for), or None where no arch spec exists (cpu)."""
+    if arch not in known_arches():
+        return None
+    spec, profile = load_arch(arch), find_profile(arch)
+
+    def bound_or_none(sc: Scenario) -> Bound | None:
+        return bound(sc, spec, profile) if spec.supports(sc.dtype) else None
+
+    return bound_or_none
+
+
+def profile_provenance(arch: str) -> dict | None:
+    """Which measured profile a run's bounds came from (its GPU and date), or None without one."""
+    profile = find_profile(arch) if arch in known_arches() else None
+    return {"gpu": profile.gpu, "date": profile.date} if profile else None
+
+
 def sol_fraction(time_ms: float, bound: Bound) -> float:
     """Fraction of the speed of light reached: judged bound / time (1.0 = at the roofline).
 

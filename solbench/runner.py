@@ -180,6 +180,9 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
                       "build_flags": list(config.build_flags),
                       "implementations": {n: s.label for n, s in specs.items()}}
     environment = collect(device, {"solbench_version": __version__})
+    from solbench.roofline import profile_provenance
+
+    environment["roofline_profile"] = profile_provenance(arch)
     if previous:
         _same_run_or_refuse(previous, config, suite.hash, candidate_info, arch, policy, environment)
     result = RunResult(
@@ -188,7 +191,9 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         outcomes=tuple(done[s.id] for s in scenarios if s.id in done), scenario_count=len(scenarios),
     )
     write_result(result, folder)
-    bound_fn = _bound_fn(arch)
+    from solbench.roofline import bounds_for
+
+    bound_fn = bounds_for(arch)
     workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log", setup_s=_setup_s(s)) for n, s in specs.items()}
     supports = _baseline_claims(specs, arch)
     try:
@@ -249,22 +254,6 @@ def _baseline_claims(specs: dict[str, ImplSpec], arch: str) -> dict:
         return claim
 
     return {n: claim_for(s.path) for n, s in specs.items() if s.kind == "baseline"}
-
-
-def _bound_fn(arch: str):
-    """Scenario -> roofline Bound on this arch (with its measured profile if calibrated), or None
-    where no arch spec exists (cpu)."""
-    from solbench.archspec import find_profile, known_arches, load_arch
-    from solbench.roofline import bound
-
-    if arch not in known_arches():
-        return None
-    spec, profile = load_arch(arch), find_profile(arch)
-
-    def bound_or_none(sc):
-        return bound(sc, spec, profile) if spec.supports(sc.dtype) else None
-
-    return bound_or_none
 
 
 def _sha256(path: str) -> str:
