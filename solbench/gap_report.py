@@ -70,8 +70,10 @@ def write_charts(result: RunResult, folder: Path) -> dict[str, Path]:
     if not points or result.arch not in known_arches():
         return {}
     title = f"{result.suite} on {result.arch}"
+    measured = any(o.bound and o.bound.get("measured_bound_ms") for o in result.outcomes)
+    against = "measured ceilings" if measured else "datasheet"
     return {
         "roofline": roofline_chart(points, load_arch(result.arch), find_profile(result.arch),
                                    folder / "roofline.png", title=title),
-        "sol": sol_bar_chart(points, folder / "sol.png", limit=60, title=f"%-of-SOL, {title}"),
+        "sol": sol_bar_chart(points, folder / "sol.png", limit=60, title=f"%-of-SOL ({against}), {title}"),
     }
