@@ -14,7 +14,7 @@ from solbench import __version__
 from solbench.leaderboard.entry import Entry
 from solbench.leaderboard.html import write_site
 from solbench.leaderboard.rank import build_boards
-from test_leaderboard import SUITE, baseline_run, entry
+from test_leaderboard import IDS, SUITE, baseline_run, entry
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -42,7 +42,7 @@ def site(tmp_path_factory):
     run = baseline_run()
     entries = [entry("fast-kernel", 0.8, 1), entry("steady", 1.2, 2), entry("twin", 1.2002, 3),
                entry("cheater", 0.1, 4, wrong={3: "mismatch"}), entry("edited", 0.5, 5, suite_hash="c" * 64),
-               Entry.from_result(run, "seed"), Entry.from_result(run, "fa3")]
+               Entry.from_result(run, "seed"), Entry.from_result(run, "fa3"), entry("filtered", 1.0, 6, ids=IDS[:8])]
     boards = build_boards(entries, [run], {"smoke": SUITE.hash}, __version__)
     return write_site(boards, tmp_path_factory.mktemp("site"))
 
@@ -61,12 +61,12 @@ def test_page_renders_table_drilldown_and_chart(browser, site, tmp_path):
     assert 'data-charts="1"' in body  # the embedded roofline PNG decoded
     ranking = re.search(r'<table id="ranking-0".*?</table>', dom, re.S).group(0)
     names = re.findall(r'<tr id="row-0-\d+" class="entry ranked[^"]*" data-name="([^"]+)"', ranking)
-    assert names == sorted(names) == ["fast-kernel", "seed", "steady", "twin"]  # sorted by name by the script
+    assert names == sorted(names) == ["fa3", "fast-kernel", "seed", "steady", "twin"]  # sorted by name by the script
     assert 'class="entry ranked tied"' in ranking and re.search(r'<th data-key="name"[^>]*class="l asc"', ranking)
     apart = re.search(r'<table id="apart-0".*?</table>', dom, re.S).group(0)
     assert "edited suite" in apart and "wrong on 1 scenario(s)" in apart and "covers 8 of 10" in apart
-    assert len(re.findall(r'<details id="detail-0-\d+"', dom)) == 7
-    assert dom.count('<table id="scenarios-0-') == 7
+    assert len(re.findall(r'<details id="detail-0-\d+"', dom)) == 8
+    assert dom.count('<table id="scenarios-0-') == 8
 
 
 def test_screenshot_is_not_blank(browser, site, tmp_path):

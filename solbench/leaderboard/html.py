@@ -17,7 +17,7 @@ from pathlib import Path
 
 from solbench import __version__
 from solbench.leaderboard.rank import Board, Standing
-from solbench.leaderboard.text import board_title, pct, rank_label, score_label
+from solbench.leaderboard.text import board_title, coverage_label, pct, rank_label, score_label
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1a1a1a;max-width:1400px}
@@ -102,7 +102,7 @@ def _ranking_row(b: int, i: int, s: Standing) -> str:
     cells = [_cell(rank_label(s), s.rank), _cell(e.name, cls="l"), _cell(e.author or "-", cls="l"),
              _cell(e.impl, cls="l"), _cell(score_label(s), s.score), _cell(pct(s.sol_pct), s.sol_pct or ""),
              _cell(pct(s.drift_pct, True), "" if s.drift_pct is None else s.drift_pct),
-             _cell(sum(1 for x in s.scenarios if x.speedup is not None)),
+             _cell(coverage_label(s), sum(1 for x in s.scenarios if x.speedup is not None and not x.fallback)),
              _cell(e.source_sha256[:12] or "-", cls="l"), _cell(versions, cls="l")]
     cls = "entry ranked" + (" tied" if s.tied else "")
     return f'<tr id="row-{b}-{i}" class="{cls}" data-name="{esc(e.name)}">{"".join(cells)}</tr>'
@@ -123,7 +123,8 @@ def _drilldown(b: int, i: int, s: Standing) -> str:
         sp, spv = _num(x.speedup, "{:.3f}x")
         sol, solv = _num(x.sol_pct, "{:.1f}%")
         wrong = x.status not in ("passed", "skipped")
-        rows.append("<tr>" + _cell(x.scenario_id, cls="l") + _cell(x.status, cls="l wrong" if wrong else "l")
+        status = f"{x.status}: seed's time" if x.fallback else x.status
+        rows.append("<tr>" + _cell(x.scenario_id, cls="l") + _cell(status, cls="l wrong" if wrong else "l")
                     + _cell(t, tv) + _cell(f"{d} ({x.denominator_impl})" if x.denominator_impl else d, dv)
                     + _cell(sp, spv) + _cell(sol, solv) + _cell(x.reason, cls="reason") + "</tr>")
     place = f"rank {rank_label(s)}" if s.rank else "not ranked"
@@ -171,6 +172,7 @@ def render_board(b: int, board: Board) -> str:
         parts.append(f'<p class="note">{esc(board.note)}</p>')
     parts.append("<p class=\"note\">Score: geomean over scenarios of the best recorded baseline's median time / "
                  "the entry's median time (&gt; 1: faster), 95 % interval from measurement noise. "
+                 "A scenario an entry does not support counts at the seed's recorded time (\u201c+N on seed\u201d). "
                  "A shared rank (=) means the intervals overlap. Click a header to sort.</p>")
     parts.append(_table(f"ranking-{b}", "ranking", RANK_COLUMNS,
                         [_ranking_row(b, i, s) for i, s in enumerate(board.ranked)]))

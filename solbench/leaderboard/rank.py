@@ -8,7 +8,8 @@ Rules (each board is one suite on one arch and GPU model):
   models, arches or suites are different boards, never one ranking.
 - Fixed denominator: per scenario, the median time of the fastest baseline library that passed its own
   check in the recorded baseline run (a RunResult under `baselines/<arch>/`); where no baseline passed
-  a scenario, the seed's median in that run. The run is chosen by `choose_baseline_run`: same suite
+  a scenario, the seed's median in that run (its 'seed' comparator, or its candidate when that is the
+  shipped seed kernel, as in the recorded runs). The run is chosen by `choose_baseline_run`: same suite
   hash, GPU model and solbench major; complete runs first; then the newest run id (run ids start with a
   UTC timestamp). Scenarios without any denominator are left out of every entry's score alike.
 - Score: geomean over scenarios of denominator_ms / entry median time, with a 95 % bootstrap interval
@@ -19,8 +20,12 @@ Rules (each board is one suite on one arch and GPU model):
   recorded baseline (cross-run drift, which the interval does not see). Beside it, the geomean of
   bound_ms / median time (%-of-SOL).
 - Any wrong scenario (any failure status, faster_than_light included) leaves the entry unranked with
-  the scenarios and why. An entry missing scored scenarios (skipped, unsupported, a filtered run) is
-  unranked too, its partial score shown for information.
+  the scenarios and why.
+- Coverage: a scenario the entry declares unsupported (a library's claim, a kernel's
+  SOLBENCH_ERR_UNSUPPORTED) is scored at the seed's time in the baseline run, as a user of that library
+  would fall back to a general kernel there; `Standing.fallback` lists them, so a library covering few
+  scenarios still ranks, behind one covering more. An entry missing scored scenarios for any other
+  reason (not run: a filtered or unfinished run) is unranked, its partial score shown for information.
 - Ties: ranked entries are sorted by score; one whose interval overlaps the previous entry's shares
   its rank (competition ranking: 1, =1, 3).
 """
@@ -33,9 +38,12 @@ from itertools import groupby
 from solbench.leaderboard.entry import CANDIDATE, Entry, gpu_model, major_version, observe, solbench_version
 from solbench.model import RunResult, Status
 from solbench.policy import measuring_differences
+from solbench.runner import DEFAULT_SEED
 from solbench.stats import geomean, geomean_ci, median
 
 NOT_BASELINES = (CANDIDATE, "seed")
+SEED_NAMES = tuple(DEFAULT_SEED.values())
+"""File names of the shipped seeds: a run whose candidate is one of them is the seed's own."""
 REASON_SCENARIOS_SHOWN = 5
 """Scenarios named in a one-line reason; the full list is in Standing.wrong and the drill-down."""
 
@@ -48,6 +56,8 @@ class Denominator:
     """Median of the chosen implementation's samples in the baseline run."""
     impl: str
     """Which implementation set it: a baseline name, or 'seed' where no baseline passed."""
+    fallback_ms: float | None = None
+    """The seed's median in the baseline run: the time of an entry that does not support the scenario."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,8 @@ class ScenarioScore:
     flops: int | None
     bytes: int | None
     dtype: str
+    fallback: bool = False
+    """Not supported by the entry: scored at the seed's time (speedup = denominator / seed)."""
 
 
 @dataclass(frozen=True)
@@ -93,11 +105,14 @@ class Standing:
     wrong: tuple[str, ...]
     """Ids of scenarios it got wrong."""
     scenarios: tuple[ScenarioScore, ...]
+    fallback: tuple[str, ...] = ()
+    """Ids of scored scenarios it does not support, scored at the seed's time."""
 
     def to_dict(self) -> dict:
         """Plain JSON-able data: the entry's provenance without its run, and every scenario."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("entry", "scenarios")}
         d["wrong"] = list(self.wrong)
+        d["fallback"] = list(self.fallback)
         d["entry"] = {f.name: getattr(self.entry, f.name) for f in fields(self.entry) if f.name != "result"}
         d["entry"]["build_flags"] = list(self.entry.build_flags)
         d["scenarios"] = [asdict(s) for s in self.scenarios]
@@ -145,21 +160,38 @@ def choose_baseline_run(runs: list[RunResult], suite_hash: str, gpu: str, major:
     return max(matching, key=lambda r: (r.complete, r.run_id), default=None)
 
 
+def seed_impl(run: RunResult) -> str | None:
+    """The name the seed kernel has in `run`: its 'seed' comparator, or the candidate when the run's
+    candidate is the shipped seed (the recorded baseline runs), else None."""
+    if "seed" in run.candidate.get("implementations", {"seed": "seed"}):
+        return "seed"
+    return CANDIDATE if run.candidate.get("name") in SEED_NAMES else None
+
+
 def denominators(run: RunResult) -> dict[str, Denominator]:
-    """Per scenario: the fastest baseline that passed its check, else the seed, else none."""
+    """Per scenario: the fastest baseline that passed its check, else the seed, else none; with the
+    seed's time as the fallback of entries that do not support the scenario."""
+    seed = seed_impl(run)
     out = {}
     for o in run.outcomes:
         timed = {}
         for name in o.measurements:
             seen = observe(o, name)
-            if seen.status is Status.PASSED and seen.samples_ms and name != CANDIDATE:
+            if seen.status is Status.PASSED and seen.samples_ms and (name != CANDIDATE or name == seed):
                 timed[name] = median(seen.samples_ms)
-        baselines = {n: t for n, t in timed.items() if n not in NOT_BASELINES}
-        pool = baselines or {n: t for n, t in timed.items() if n == "seed"}
-        if pool:
-            best = min(pool, key=pool.get)
-            out[o.scenario_id] = Denominator(pool[best], best)
+        baselines = {n: t for n, t in timed.items() if n not in NOT_BASELINES and n != seed}
+        seed_ms = timed.get(seed) if seed else None
+        if baselines:
+            best = min(baselines, key=baselines.get)
+            out[o.scenario_id] = Denominator(baselines[best], best, seed_ms)
+        elif seed_ms is not None:
+            out[o.scenario_id] = Denominator(seed_ms, "seed", seed_ms)
     return out
+
+
+def _declined(status: Status, reason: str) -> bool:
+    """Skipped because the entry does not support the scenario (claim or SOLBENCH_ERR_UNSUPPORTED)."""
+    return status is Status.SKIPPED and ("not supported" in reason or "unsupported" in reason)
 
 
 def build_boards(entries: list[Entry], baseline_runs: list[RunResult], reference_hashes: dict[str, str],
@@ -205,16 +237,21 @@ def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator
         reasons.append(f"timed differently from the recorded baselines ({', '.join(differ)})")
     if reasons:
         denoms = {}  # another suite's scenarios: their times are not comparable with these denominators
-    rows, samples, drifts = [], [], []
+    rows, samples, drifts, fallback = [], [], [], []
     for o in e.result.outcomes:
         seen = observe(o, e.impl)
         t = median(seen.samples_ms) if seen.samples_ms else None
         d = denoms.get(o.scenario_id)
         b = o.bound or {}
+        falls_back = bool(d and t is None and d.fallback_ms and _declined(seen.status, seen.reason))
+        speedup = d.time_ms / t if d and t else (d.time_ms / d.fallback_ms if falls_back else None)
         rows.append(ScenarioScore(
-            o.scenario_id, seen.status.value, seen.reason, t, d.time_ms / t if d and t else None,
+            o.scenario_id, seen.status.value, seen.reason, t, speedup,
             d.time_ms if d else None, d.impl if d else "", 100.0 * b["bound_ms"] / t if t and b.get("bound_ms") else None,
-            b.get("flops"), b.get("bytes"), str(o.scenario.get("dtype", "")) if o.scenario else ""))
+            b.get("flops"), b.get("bytes"), str(o.scenario.get("dtype", "")) if o.scenario else "", falls_back))
+        if falls_back:
+            fallback.append(o.scenario_id)
+            samples.append([speedup])  # the seed's recorded time: a constant shared by every entry
         if d and t:
             samples.append([d.time_ms / x for x in seen.samples_ms])
             own = observe(o, d.impl)
@@ -239,7 +276,7 @@ def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator
     sols = [r.sol_pct for r in rows if r.sol_pct]
     return Standing(e, None, False, score, lo, hi, geomean(sols) if sols and not wrong else None,
                     100.0 * (geomean(drifts) - 1.0) if drifts else None, "; ".join(reasons),
-                    tuple(r.scenario_id for r in wrong), tuple(rows))
+                    tuple(r.scenario_id for r in wrong), tuple(rows), tuple(fallback))
 
 
 def _ranked(standings: list[Standing]) -> list[Standing]:

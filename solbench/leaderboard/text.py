@@ -18,6 +18,12 @@ def score_label(s: Standing) -> str:
     return f"{s.score:.3f}x [{s.lo:.3f}, {s.hi:.3f}]"
 
 
+def coverage_label(s: Standing) -> str:
+    """Scenarios scored on its own times, and how many more at the seed's (not supported): '28 (+47 on seed)'."""
+    own = sum(1 for x in s.scenarios if x.speedup is not None and not x.fallback)
+    return f"{own} (+{len(s.fallback)} on seed)" if s.fallback else str(own)
+
+
 def pct(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "-"
@@ -34,7 +40,7 @@ def render_board(b: Board) -> str:
     from tabulate import tabulate
 
     rows = [[rank_label(s), s.entry.name, s.entry.author or "-", s.entry.impl, score_label(s), pct(s.sol_pct),
-             pct(s.drift_pct, signed=True), sum(1 for x in s.scenarios if x.speedup is not None),
+             pct(s.drift_pct, signed=True), coverage_label(s),
              s.entry.source_sha256[:12] or "-"] for s in b.ranked]
     lines = [board_title(b)]
     if b.note:
