@@ -1,16 +1,15 @@
 // planted_slowdown.cu -- the seed kernel plus about 2 % more device time on every call, for the
 // detection-rate experiment of benchmarks/ab_experiment.py (never a real candidate).
 //
-// The first call of each configuration times the seed alone (events, synchronised); every call then
-// runs the seed and, on the same stream, a one-thread kernel that spins on the global timer for
-// SLOWDOWN x that time. The extra time is real device time in the call, as a slower kernel's would be.
+// Every call runs the seed between two events and then, on the same stream, a one-thread kernel that
+// spins on the global timer for SLOWDOWN x the seed's time in the previous call on the same inputs. The
+// extra time is real device time in the call, as a slower kernel's would be, and it follows the seed's
+// own time under the harness's conditions (cold L2, clocks) call by call.
 #define solbench_attention_forward seed_forward
 #include "../reference_kernels/seed_attention.cu"
 #undef solbench_attention_forward
 
-#include <algorithm>
 #include <map>
-#include <string>
 
 #ifndef SLOWDOWN
 #define SLOWDOWN 0.02
@@ -26,43 +25,34 @@ __global__ void spin_ns(unsigned long long ns) {
     } while (now - start < ns);
 }
 
-// The seed's time of a configuration, keyed by every byte of the parameters: scenarios that share their
-// shapes but differ in window, mask, softcap or page table (and may get the same buffers back from the
-// caching allocator) are timed apart. Keyed on shapes and Q alone, a 0.07 ms windowed scenario took the
-// 61 ms of the full one before it and spun 18x its own time. The median of three calls, so a first call
-// that also loads the kernel module does not set it.
-static float seed_time_ms(const SolbenchAttentionParams* p, cudaStream_t stream, int* status) {
-    float ms[3];
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    for (float& each : ms) {
-        cudaEventRecord(a, stream);
-        *status = seed_forward(p);
-        cudaEventRecord(b, stream);
-        cudaEventSynchronize(b);
-        cudaEventElapsedTime(&each, a, b);
-    }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    std::sort(ms, ms + 3);
-    return ms[1];
-}
+// Keyed by the Q buffer: each rotated input copy has its own. (A first version keyed a time measured
+// once per configuration on shapes and Q: a windowed 0.07 ms scenario got the same recycled buffers as
+// the full 61 ms scenario before it and spun 18x its own time.) Timing call by call needs no key beyond
+// the buffers: a recycled buffer carries the previous scenario's time into one call only, the check
+// call of the next scenario, which is never timed.
+struct LastCall {
+    cudaEvent_t start = nullptr, end = nullptr;
+    bool recorded = false;
+};
 
 extern "C" int solbench_attention_forward(const SolbenchAttentionParams* p) {
-    static std::map<std::string, float> seed_ms;
-    std::string key(reinterpret_cast<const char*>(p), sizeof(*p));
+    static std::map<const void*, LastCall> last;
     cudaStream_t stream = (cudaStream_t)p->stream;
-    auto found = seed_ms.find(key);
-    if (found == seed_ms.end()) {
-        int status = SOLBENCH_OK;
-        seed_ms[key] = seed_time_ms(p, stream, &status);
-        return status;
+    LastCall& call = last[p->q];
+    if (call.start == nullptr && (cudaEventCreate(&call.start) != cudaSuccess || cudaEventCreate(&call.end) != cudaSuccess))
+        return SOLBENCH_ERR_CUDA;
+    float previous_ms = 0.f;
+    if (call.recorded) {
+        cudaEventSynchronize(call.end);  // already done: the harness synchronises between timed calls
+        cudaEventElapsedTime(&previous_ms, call.start, call.end);
     }
+    cudaEventRecord(call.start, stream);
     int status = seed_forward(p);
+    cudaEventRecord(call.end, stream);
+    call.recorded = true;
 #ifdef SLOWDOWN_PAGED_ONLY
     if (p->page_size == 0) return status;
 #endif
-    spin_ns<<<1, 1, 0, stream>>>((unsigned long long)(found->second * SLOWDOWN * 1e6));
+    if (previous_ms > 0.f) spin_ns<<<1, 1, 0, stream>>>((unsigned long long)(previous_ms * SLOWDOWN * 1e6));
     return status;
 }
