@@ -63,6 +63,7 @@ class _Wrapper:
         self.custom = custom_mask
 
     def _run(self, q, requests, out, lse, return_lse, sink=None):
+        assert q.shape[0] == self.qo[-1], "q rows do not match qo_indptr[-1] / batch_size"
         offset = 0
         for i, (kb, vb) in enumerate(requests):
             a, b = self.qo[i], self.qo[i + 1]
@@ -102,6 +103,8 @@ class Paged(_Wrapper):
         return out
 
     def run(self, q, kv, *args, out=None, lse=None, return_lse=False):
+        if self.backend == "fa3":  # prefill_sm90.cuh: no paged SM90 kernel for head_dim_qk != head_dim_vo
+            assert kv[0].shape[-1] == kv[1].shape[-1], "cudaErrorNotSupported"
         sink = None
         if args:  # the sink wrapper: run(q, kv, sink, sm_scale)
             sink, scale = args
@@ -112,6 +115,7 @@ class Paged(_Wrapper):
 class Decode(Paged):
     def plan(self, indptr, indices, last, hq, hkv, d, page_size, window_left=-1, logits_soft_cap=None,
              q_data_type=None, kv_data_type=None, sm_scale=None):
+        assert self.backend == "fa2"  # the fa2 adapter's decode pins its backend (auto may pick another)
         self.pages = (indptr.tolist(), indices.long(), last.tolist(), page_size)
         self.qo = list(range(len(indptr)))
         self.opts = dict(causal=False, window_left=window_left, scale=sm_scale, softcap=logits_soft_cap or 0.0)
@@ -136,6 +140,16 @@ EXTRA = [
     Scenario(q_lens=(24, 7), kv_lens=(24, 7), heads_q=4, heads_kv=2, mask=MaskSpec(0.4, "iid", 3)),
     Scenario(q_lens=(16, 5), kv_lens=(40, 5), heads_q=4, heads_kv=1, regime="chunked_prefill", kv_layout="paged",
              page_size=4, causal=True, window_left=6, mask=MaskSpec(0.6, "iid", 8)),
+    # a decode batch with an empty sequence: the decode wrapper takes one query per request, so prefill
+    Scenario(q_lens=(1, 0, 1), kv_lens=(20, 9, 33), heads_q=8, heads_kv=1, regime="decode", kv_layout="paged",
+             page_size=16),
+    Scenario(q_lens=(1, 1), kv_lens=(20, 33), heads_q=4, heads_kv=2, regime="decode", kv_layout="paged",
+             page_size=16, window_left=9),
+    # DeepSeek-style 192/128: fa3 claims it contiguous only
+    Scenario(q_lens=(9, 4), kv_lens=(30, 4), heads_q=4, heads_kv=2, head_dim_qk=192, head_dim_v=128,
+             regime="chunked_prefill", causal=True),
+    Scenario(q_lens=(9, 4), kv_lens=(30, 4), heads_q=4, heads_kv=2, head_dim_qk=192, head_dim_v=128,
+             regime="chunked_prefill", causal=True, kv_layout="paged", page_size=8),
 ]
 CASES = [sc for name in ("smoke", "edge") for sc in load_suite(name).scenarios if sc.total_q * max(sc.kv_lens) < 2e6] + EXTRA
 
@@ -158,3 +172,18 @@ def test_flashinfer_adapter_honours_the_wrapper_contract(cls, sc, fake_flashinfe
         assert wrapper.startswith("Decode:")
     else:
         assert wrapper == ("Ragged:" if sc.kv_layout == "contiguous" else "Paged:") + cls.backend
+
+
+def test_fa3_declines_paged_kv_with_unequal_head_dims():
+    paged = Scenario(q_lens=(9,), kv_lens=(30,), heads_q=4, heads_kv=2, head_dim_qk=192, head_dim_v=128, causal=True, kv_layout="paged",
+                     page_size=8)
+    contiguous = Scenario(q_lens=(9,), kv_lens=(30,), heads_q=4, heads_kv=2, head_dim_qk=192, head_dim_v=128, causal=True)
+    assert not fi.FA3Adapter.supports(paged, "h200").ok
+    assert "head_dim_qk == head_dim_v" in fi.FA3Adapter.supports(paged, "h200").reason
+    assert fi.FA3Adapter.supports(contiguous, "h200").ok
+
+
+def test_decode_wrapper_only_for_one_query_per_sequence():
+    full = Scenario(q_lens=(1, 1), kv_lens=(20, 9), heads_q=8, heads_kv=1, regime="decode", kv_layout="paged", page_size=16)
+    gap = Scenario(q_lens=(1, 0, 1), kv_lens=(20, 9, 33), heads_q=8, heads_kv=1, regime="decode", kv_layout="paged", page_size=16)
+    assert fi.is_decode(full) and not fi.is_decode(gap)

@@ -36,7 +36,9 @@ def fi_window_left(sc: Scenario) -> int:
 
 
 def is_decode(sc: Scenario) -> bool:
-    return sc.regime in ("decode", "split_kv_decode") and max(sc.q_lens) == 1
+    """Every sequence has exactly one query: BatchDecodeWithPagedKVCacheWrapper reads q as [batch, Hq, D],
+    one row per request, so a decode batch with an empty sequence (q_len 0) goes to the prefill wrapper."""
+    return sc.regime in ("decode", "split_kv_decode") and all(q == 1 for q in sc.q_lens)
 
 
 class FlashInferAdapter(AdapterBase):
@@ -68,6 +70,10 @@ class FlashInferAdapter(AdapterBase):
         d, dv = sc.head_dim_qk, sc.head_dim_v
         if cls.backend == "fa3" and not ((d == dv and d in (64, 128, 256)) or (d, dv) == (192, 128)):
             return no(f"fa3 backend head dims are 64/128/256 or 192/128 ({d}/{dv})")
+        if cls.backend == "fa3" and sc.kv_layout == "paged" and d != dv:
+            # prefill_sm90.cuh: the paged SM90 dispatch returns cudaErrorNotSupported for QK != VO, and
+            # batch_prefill_sm90.cu requires K and V to share their token stride
+            return no(f"fa3 backend's paged kernel needs head_dim_qk == head_dim_v ({d}/{dv})")
         if cls.backend == "fa2" and not (d == dv and d in (64, 96, 128, 256)):
             return no(f"fa2 backend head dims used here are 64/96/128/256 ({d}/{dv})")
         if sc.sinks:
@@ -119,7 +125,7 @@ class FlashInferAdapter(AdapterBase):
                        sc.page_size, head_dim_vo=sc.head_dim_v, **common)
                 args = (inputs.q, kv, inputs.sinks, sc.scale)
             elif self.backend == "fa2" and is_decode(sc):
-                w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(self._ws(), "NHD",
+                w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(self._ws(), "NHD", backend="fa2",
                                                                   use_tensor_cores=sc.group_size > 4)
                 w.plan(indptr, indices, last, sc.heads_q, sc.heads_kv, sc.head_dim_qk, sc.page_size,
                        window_left=fi_window_left(sc), logits_soft_cap=float(sc.softcap) or None,
