@@ -13,8 +13,11 @@
 #
 # BUDGET (seconds, default 540) bounds a phase that records: each run gets what is left and is stopped with
 # SIGINT in time to copy its partial results.json to $OUT; the next call resumes from baselines/h200/S.json.
+# FlashInfer kernels prebuilt without a GPU (benchmarks/prebuild_flashinfer.py) load from .fi-aot when the
+# call carries it (carry [".fi-aot"]) instead of JIT-compiling for a minute each.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+[ -d .fi-aot ] && export PYTHONPATH="$PWD/.fi-aot:$PYTHONPATH"
 out="${OUT:-acceptance-out}"
 mkdir -p "$out"
 seed=reference_kernels/seed_attention.cu
