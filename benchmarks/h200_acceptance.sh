@@ -18,11 +18,17 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 [ -d .fi-aot ] && export PYTHONPATH="$PWD/.fi-aot:$PYTHONPATH"
+# torch.compile (Flex: ~2 min per shape) and Triton keep their on-disk caches in .compile-cache; with
+# KEEP_COMPILE_CACHE=1 a phase packs it into $OUT/compile-cache.tgz (unpack it into the tree here and
+# carry [".compile-cache"] in a later call, so the same shapes load instead of compiling again).
+mkdir -p .compile-cache
+export TORCHINDUCTOR_CACHE_DIR="$PWD/.compile-cache/inductor" TRITON_CACHE_DIR="$PWD/.compile-cache/triton"
 out="${OUT:-acceptance-out}"
 mkdir -p "$out"
 seed=reference_kernels/seed_attention.cu
 solbench() { python3 -m solbench "$@"; }
 deadline=$((SECONDS + ${BUDGET:-540}))
+[ "${KEEP_COMPILE_CACHE:-0}" = 1 ] && trap 'tar -czf "$out/compile-cache.tgz" .compile-cache && ls -la "$out/compile-cache.tgz"' EXIT
 # Recorded baseline runs: a shorter warm-up and launcher A/B, so 7 implementations over 182 scenarios fit
 # the GPU budget; the results record it. Rounds of 5 samples, at least 4 (the defaults until session 3), so
 # the partly recorded hopper run can be resumed: --resume refuses any other policy.
