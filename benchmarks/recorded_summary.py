@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solbench.baselines import REGISTRY, get_adapter_class  # noqa: E402
+from solbench.roofline import bounds_for  # noqa: E402
 from solbench.run_files import load_run  # noqa: E402
 from solbench.scenario import Scenario  # noqa: E402
 
@@ -43,12 +44,14 @@ def verdicts(outcome) -> dict[str, tuple[str, str]]:
 
 
 def fresh_bounds(arch: str):
-    """Scenario dict -> bound dict from today's arch spec and measured profile."""
-    from solbench.archspec import find_profile, load_arch
-    from solbench.roofline import bound
+    """Scenario dict -> bound dict (or None) from today's arch spec and measured profile."""
+    bound_for = bounds_for(arch)
 
-    spec, profile = load_arch(arch), find_profile(arch)
-    return lambda scenario: bound(Scenario.from_dict(scenario), spec, profile).to_dict()
+    def fresh(scenario: dict) -> dict | None:
+        b = bound_for(Scenario.from_dict(scenario)) if bound_for else None
+        return b.to_dict() if b else None
+
+    return fresh
 
 
 def summarise(path: str, focus: str | None, rebound: bool = False) -> None:

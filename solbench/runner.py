@@ -158,6 +158,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     """Evaluate the candidate on the suite; returns the RunResult also written to disk."""
     from solbench.environment import collect
     from solbench.evaluate import evaluate
+    from solbench.roofline import bounds_for, profile_provenance
     from solbench.suites import load_suite
     from solbench.worker import Worker
 
@@ -180,8 +181,6 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
                       "build_flags": list(config.build_flags),
                       "implementations": {n: s.label for n, s in specs.items()}}
     environment = collect(device, {"solbench_version": __version__})
-    from solbench.roofline import profile_provenance
-
     environment["roofline_profile"] = profile_provenance(arch)
     if previous:
         _same_run_or_refuse(previous, config, suite.hash, candidate_info, arch, policy, environment)
@@ -191,8 +190,6 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         outcomes=tuple(done[s.id] for s in scenarios if s.id in done), scenario_count=len(scenarios),
     )
     write_result(result, folder)
-    from solbench.roofline import bounds_for
-
     bound_fn = bounds_for(arch)
     workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log", setup_s=_setup_s(s)) for n, s in specs.items()}
     supports = _baseline_claims(specs, arch)

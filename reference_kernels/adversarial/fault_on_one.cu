@@ -6,38 +6,31 @@
 //   oom             allocate device memory until none is left, keep it, report the failed allocation
 // Anything else (or unset): the seed everywhere. One binary serves every mode, so a test builds it once.
 // The harness must cost the failing scenario only: every other scenario passes and is on disk.
+// Each failure mode is the adversarial kernel of the same name, included under another entry-point name.
 #define solbench_attention_forward seed_forward
 #include "../seed_attention.cu"
+#undef solbench_attention_forward
+#define solbench_attention_forward segfault_forward
+#include "segfault.cu"
+#undef solbench_attention_forward
+#define solbench_attention_forward illegal_address_forward
+#include "illegal_address.cu"
+#undef solbench_attention_forward
+#define solbench_attention_forward infinite_loop_forward
+#include "infinite_loop.cu"
 #undef solbench_attention_forward
 
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
-__global__ void write_far_out_of_bounds(float* out) {
-    out[(1ull << 40) + threadIdx.x] = 1.0f;
-}
-
-__global__ void spin_on(volatile int* flag) {
-    while (*flag == 0) {
-    }
-}
-
 static int fault(const char* mode, const SolbenchAttentionParams* p) {
-    cudaStream_t stream = static_cast<cudaStream_t>(p->stream);
     if (std::strcmp(mode, "segfault") == 0) {
-        volatile int* nowhere = nullptr;
-        *nowhere = p->batch;
+        return segfault_forward(p);
     } else if (std::strcmp(mode, "illegal_address") == 0) {
-        write_far_out_of_bounds<<<1, 32, 0, stream>>>(static_cast<float*>(p->out));
-        return cudaGetLastError() == cudaSuccess ? SOLBENCH_OK : SOLBENCH_ERR_CUDA;
+        return illegal_address_forward(p);
     } else if (std::strcmp(mode, "infinite_loop") == 0) {
-        static int* flag = nullptr;
-        if (flag == nullptr && (cudaMalloc(&flag, sizeof(int)) != cudaSuccess ||
-                                cudaMemset(flag, 0, sizeof(int)) != cudaSuccess))
-            return SOLBENCH_ERR_CUDA;
-        spin_on<<<1, 1, 0, stream>>>(flag);
-        return cudaGetLastError() == cudaSuccess ? SOLBENCH_OK : SOLBENCH_ERR_CUDA;
+        return infinite_loop_forward(p);
     } else if (std::strcmp(mode, "oom") == 0) {
         // Leak 1 GiB blocks until the device is full; a later scenario would fail too unless the worker
         // holding them is replaced.
