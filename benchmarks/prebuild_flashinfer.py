@@ -71,16 +71,17 @@ def variants(adapter_cls, sc) -> list[tuple]:
     """The JIT modules the adapter's bind builds for scenario sc, as (kind, *args) keys:
     ('prefill', backend, dtype, d_qk, d_vo, use_swa, use_softcap), ('decode', dtype, d, use_swa, use_softcap),
     ('sink', backend, dtype, d_qk, d_vo, use_swa), ('packbits',)."""
-    from solbench.baselines.flashinfer import fi_window_left, is_decode
+    from solbench.baselines.flashinfer import decode_uses_tensor_cores, fi_window_left, route
 
     dt = sc.dtype
     d, dv = sc.head_dim_qk, sc.head_dim_v
     swa, cap = fi_window_left(sc) >= 0, sc.softcap > 0
-    if sc.mask is not None:  # flashinfer_mask: fa2 ragged, causal/window folded into the mask, packed in plan
+    path = route(sc, adapter_cls.backend)
+    if path == "mask":  # flashinfer_mask: fa2 ragged, causal/window folded into the mask, packed in plan
         return [("prefill", "fa2", dt, d, dv, False, cap), ("packbits",)]
-    if sc.sinks:
+    if path == "sink":
         return [("sink", adapter_cls.backend, dt, d, dv, swa)]
-    if sc.kv_layout == "paged" and adapter_cls.backend == "fa2" and is_decode(sc) and sc.group_size <= 4:
+    if path == "decode" and not decode_uses_tensor_cores(sc):
         return [("decode", dt, d, swa, cap)]  # the CUDA-core decode kernel (tensor cores: the prefill module)
     return [("prefill", adapter_cls.backend, dt, d, dv, swa, cap)]
 

@@ -41,6 +41,24 @@ def is_decode(sc: Scenario) -> bool:
     return sc.regime in ("decode", "split_kv_decode") and all(q == 1 for q in sc.q_lens)
 
 
+def route(sc: Scenario, backend: str) -> str:
+    """Which FlashInfer path bind takes for sc: 'mask' (flashinfer_mask, fa2 ragged), 'ragged', 'sink'
+    (paged attention-sink wrapper), 'decode' (fa2 decode wrapper) or 'paged' (paged prefill wrapper).
+    benchmarks/prebuild_flashinfer.py builds the modules from the same answer."""
+    if sc.mask is not None:
+        return "mask"
+    if sc.kv_layout == "contiguous":
+        return "ragged"
+    if sc.sinks:
+        return "sink"
+    return "decode" if backend == "fa2" and is_decode(sc) else "paged"
+
+
+def decode_uses_tensor_cores(sc: Scenario) -> bool:
+    """The fa2 decode wrapper runs the prefill kernel on tensor cores for large GQA groups."""
+    return sc.group_size > 4
+
+
 class FlashInferAdapter(AdapterBase):
     setup_s = 600  # JIT-compiles each kernel variant with nvcc: ~20 s (fa2) to ~70 s (fa3 backend) on an H200 host
     package = "flashinfer"
@@ -96,7 +114,8 @@ class FlashInferAdapter(AdapterBase):
         import flashinfer
 
         sc = inputs.scenario
-        if sc.mask is not None:
+        path = route(sc, self.backend)
+        if path == "mask":
             from solbench.baselines.flashinfer_mask import bind_per_head_mask
 
             self.writes_lse = True
@@ -108,7 +127,7 @@ class FlashInferAdapter(AdapterBase):
         run_kw = dict(out=inputs.out)
         if self.writes_lse:
             run_kw.update(lse=inputs.lse, return_lse=True)
-        if sc.kv_layout == "contiguous":
+        if path == "ragged":
             w = flashinfer.BatchPrefillWithRaggedKVCacheWrapper(self._ws(), "NHD", backend=self.backend)
             w.plan(inputs.cu_seqlens_q, inputs.cu_seqlens_kv, sc.heads_q, sc.heads_kv, sc.head_dim_qk,
                    head_dim_vo=sc.head_dim_v, **common)
@@ -116,7 +135,7 @@ class FlashInferAdapter(AdapterBase):
         else:
             indptr, indices, last = flashinfer_pages(inputs)
             kv = (inputs.k, inputs.v)
-            if sc.sinks:
+            if path == "sink":
                 w = flashinfer.BatchAttentionWithAttentionSinkWrapper(
                     self._ws(), "NHD", backend=self.backend, q_data_type=inputs.q.dtype,
                     kv_data_type=inputs.k.dtype, head_dim_qk=sc.head_dim_qk, head_dim_vo=sc.head_dim_v,
@@ -124,9 +143,9 @@ class FlashInferAdapter(AdapterBase):
                 w.plan(inputs.cu_seqlens_q, indptr, indices, last, sc.heads_q, sc.heads_kv, sc.head_dim_qk,
                        sc.page_size, head_dim_vo=sc.head_dim_v, **common)
                 args = (inputs.q, kv, inputs.sinks, sc.scale)
-            elif self.backend == "fa2" and is_decode(sc):
+            elif path == "decode":
                 w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(self._ws(), "NHD", backend="fa2",
-                                                                  use_tensor_cores=sc.group_size > 4)
+                                                                  use_tensor_cores=decode_uses_tensor_cores(sc))
                 w.plan(indptr, indices, last, sc.heads_q, sc.heads_kv, sc.head_dim_qk, sc.page_size,
                        window_left=fi_window_left(sc), logits_soft_cap=float(sc.softcap) or None,
                        q_data_type=inputs.q.dtype, kv_data_type=inputs.k.dtype, sm_scale=sc.scale)
