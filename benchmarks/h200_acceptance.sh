@@ -11,6 +11,8 @@
 #   bash benchmarks/h200_acceptance.sh verify     # after staging: availability, the probe, the isolation tests
 #   bash benchmarks/h200_acceptance.sh record S.. # the seed + every available baseline on suites S.., into baselines/h200/
 #
+# RETRY_ERRORS=1: a resumed recording evaluates again the scenarios where an implementation crashed, ran
+# out of memory or timed out (once; an error that is the library's own comes back and stays).
 # BUDGET (seconds, default 540) bounds a phase that records: each run gets what is left and is stopped with
 # SIGINT in time to copy its partial results.json to $OUT; the next call resumes from baselines/h200/S.json.
 # FlashInfer kernels prebuilt without a GPU (benchmarks/prebuild_flashinfer.py) load from .fi-aot when the
@@ -45,6 +47,7 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     if [ -f "$dir/results.json" ]; then  # resume with the recorded run's own baselines, whatever is installed now
       names=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(n for n in d['candidate']['implementations'] if n not in ('candidate', 'seed')) or 'none')" "$dir/results.json")
       args=(--resume "$dir" --baselines "$names")
+      [ "${RETRY_ERRORS:-0}" = 1 ] && args+=(--retry-errors)  # again where something crashed / ran out of memory
     fi
     echo "== record $s (${left} s left)"
     SOLBENCH_TRACE="$out/trace-record.txt" timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \

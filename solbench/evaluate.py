@@ -36,6 +36,33 @@ def trace(what: str, since: float) -> float:
     return now
 
 
+MEMORY_SHARE = 0.5
+"""At most this share of the device's memory goes to input copies (every implementation's together);
+the rest is left to the libraries' workspaces, the reference and the allocator's slack."""
+
+
+def input_copies(policy: TimingPolicy, copy_bytes: int, holders: int, device_bytes: int) -> int:
+    """How many rotated input copies each implementation times on: policy.rotate_inputs, fewer when the
+    copies of all `holders` (plus each one's trial-0 copy) would not fit in MEMORY_SHARE of the device,
+    never below 1.
+
+    Fewer copies change nothing the verdicts rest on: every timed call still gets poisoned outputs and a
+    cold L2, and the check after timing refills the reused pointers. Inputs this large (GBs) are far
+    beyond any cache, so the pointers' reuse cannot flatter the time either."""
+    if device_bytes <= 0 or copy_bytes <= 0:
+        return policy.rotate_inputs
+    fit = int(MEMORY_SHARE * device_bytes // (max(1, holders) * copy_bytes)) - 1
+    return max(1, min(policy.rotate_inputs, fit))
+
+
+def _device_bytes(device: str) -> int:
+    if device != "cuda":
+        return 0
+    import torch
+
+    return torch.cuda.mem_get_info()[1]
+
+
 FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR,
                   "tampered": Status.TAMPERED, "modified": Status.MISMATCH}
 
@@ -46,8 +73,10 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
 
     supports: per baseline, scenario -> (ok, reason); a pair a baseline does not claim is recorded as
     skipped with its reason and never sent to the worker."""
-    (status, reason, error), comparators, ready = _check_all(sc, workers, policy, device, timeout_s, supports or {})
+    (status, reason, error), comparators, ready, copies = _check_all(sc, workers, policy, device, timeout_s,
+                                                                     supports or {})
     base = dict(scenario_id=sc.id, scenario=sc.to_dict(), error=error, comparators=comparators)
+    policy = replace(policy, rotate_inputs=copies)  # the check after timing refills the last copy timed
     if status is not Status.PASSED:
         return Outcome(status=status, reason=reason, **base)
     t = time.perf_counter()
@@ -70,17 +99,28 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
     bound = bound_fn(sc) if bound_fn else None
     status, reason = _speed_verdict(measurements["candidate"], bound)
     return Outcome(status=status, reason=reason, measurements=measurements, ratios=ratios,
-                   bound=bound.to_dict() if bound else None, **base)
+                   bound=bound.to_dict() if bound else None, input_copies=copies, **base)
 
 
 def _check_all(sc, workers, policy, device, timeout_s, supports):
-    """Check every implementation on trial 0: the candidate's verdict, the comparators' records,
-    and the names that passed (only those are timed)."""
+    """Check every implementation on trial 0: the candidate's verdict, the comparators' records, the
+    names that passed (only those are timed) and the number of rotated input copies they time on."""
     from solbench.inputs import make_inputs
     from solbench.reference import reference
 
     t = time.perf_counter()
-    ref_out, ref_lse = reference(make_inputs(sc, trial=0, device=device))
+    trial0 = make_inputs(sc, trial=0, device=device)
+    copy_bytes, device_bytes = trial0.nbytes, _device_bytes(device)
+    policy = replace(policy, rotate_inputs=input_copies(policy, copy_bytes, len(workers), device_bytes))
+    if device_bytes and len(workers) * (1 + policy.rotate_inputs) * copy_bytes > MEMORY_SHARE / 2 * device_bytes:
+        # Idle workers still hold the previous scenario until their own prepare: free them all first.
+        for worker in workers.values():
+            try:
+                worker.request("release", None, timeout_s)
+            except WorkerFailure:
+                pass  # a broken worker is restarted by its next request and holds nothing
+    ref_out, ref_lse = reference(trial0)
+    del trial0
     t = trace(f"{sc.id} reference", t)
     errors: dict[str, ErrorStats] = {}
     comparators: dict[str, dict] = {}
@@ -106,7 +146,7 @@ def _check_all(sc, workers, policy, device, timeout_s, supports):
         if status is Status.PASSED:
             ready.append(name)
         t = trace(f"{sc.id} check {name}", t)
-    return candidate, comparators, ready
+    return candidate, comparators, ready, policy.rotate_inputs
 
 
 def refill_trial(policy: TimingPolicy) -> int:

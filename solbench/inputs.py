@@ -13,7 +13,7 @@ Layouts (token-major, heads inside):
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -57,6 +57,11 @@ class Inputs:
     @property
     def device(self):
         return self.q.device
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every tensor, outputs included: what one more copy of these inputs costs."""
+        return sum(t.nbytes for f in fields(self) if hasattr(t := getattr(self, f.name), "nbytes"))
 
     def poison(self) -> None:
         """Fill out and lse with the poison pattern (call before every run of an implementation)."""

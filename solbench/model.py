@@ -116,6 +116,9 @@ class Outcome:
     """Per comparator: {'status': ..., 'reason': ..., 'error': ErrorStats dict} from its own check."""
     bound: dict | None = None
     """Roofline bound for this scenario on the run's arch (see solbench.roofline)."""
+    input_copies: int | None = None
+    """Rotated input copies each implementation was timed on: the policy's rotate_inputs, fewer where
+    they would not all fit in device memory (solbench.evaluate.input_copies); None when nothing was timed."""
 
     def __post_init__(self):
         object.__setattr__(self, "status", Status(self.status))

@@ -29,7 +29,8 @@ class TimingPolicy:
     cold_l2: bool = True
     """Overwrite a buffer of >= 2x L2 before every timed iteration (GPU only)."""
     rotate_inputs: int = 4
-    """Distinct input copies cycled through so consecutive iterations see different pointers."""
+    """Distinct input copies cycled through so consecutive iterations see different pointers (at most:
+    fewer where every implementation's copies would not fit in device memory, recorded per outcome)."""
     host_check_tolerance: float = 0.5
     """Flag a sample whose event time is below (1 - this) x the host wall time of the synced call
     minus the measured host floor: work hidden on another stream."""

@@ -15,7 +15,7 @@ from typing import Callable
 from solbench import __version__
 from solbench.errors import ConfigError
 from solbench.impls import ImplSpec, candidate_kind
-from solbench.model import Outcome, RunResult
+from solbench.model import Outcome, RunResult, Status
 from solbench.policy import TimingPolicy
 
 REPO_KERNELS = Path(__file__).resolve().parent.parent / "reference_kernels"
@@ -46,6 +46,8 @@ class RunConfig:
     """Per request to a worker (one scenario's check, or one timing round)."""
     resume: Path | None = None
     """A previous run folder (or its results.json) to finish."""
+    retry_errors: bool = False
+    """With resume: evaluate again the scenarios where the candidate or a comparator crashed or timed out."""
     filter: str | None = None
     """Only scenarios whose id contains this."""
     max_scenarios: int | None = None
@@ -175,7 +177,10 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     folder = Path(config.resume or config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
     if folder.suffix == ".json":
         folder = folder.parent
-    done = {o.scenario_id: o for o in previous.outcomes} if previous else {}
+    if config.retry_errors and not previous:
+        raise ConfigError("--retry-errors goes with --resume RUN (it evaluates that run's errored scenarios again)")
+    done = {o.scenario_id: o for o in previous.outcomes if not (config.retry_errors and errored(o))} if previous else {}
+    position = {s.id: i for i, s in enumerate(scenarios)}
     candidate_info = {"name": Path(config.candidate).name, "path": str(config.candidate),
                       "kind": specs["candidate"].kind, "sha256": _sha256(config.candidate),
                       "build_flags": list(config.build_flags),
@@ -198,7 +203,8 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
             if sc.id in done:
                 continue
             outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports)
-            result = replace(result, outcomes=result.outcomes + (outcome,))
+            outcomes = sorted(result.outcomes + (outcome,), key=lambda o: position[o.scenario_id])
+            result = replace(result, outcomes=tuple(outcomes))
             write_result(result, folder)
             if on_outcome:
                 on_outcome(outcome)
@@ -208,6 +214,13 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         for w in workers.values():
             w.stop()
     return result
+
+
+def errored(outcome: Outcome) -> bool:
+    """The candidate or a comparator crashed (out of memory included) or timed out on this scenario:
+    what a machine can cause, unlike a wrong answer, so `--retry-errors` evaluates it again."""
+    failed = {Status.RUNTIME_ERROR.value, Status.TIMEOUT.value}
+    return outcome.status.value in failed or any(c.get("status") in failed for c in outcome.comparators.values())
 
 
 def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str, candidate: dict, arch: str,

@@ -38,6 +38,10 @@ MATRIX = {
                         set(NAMES) - {"fa3", "cudnn", "sdpa-efficient"}),
     "paged 16 decode, MHA": (sc(q_lens=(1, 1), kv_lens=(700, 33), heads_kv=8, regime="decode", kv_layout="paged",
                                 page_size=16), set(NAMES) - {"fa3"}),
+    # cuDNN 9.19 proposed no plan for decode with a sink on the H200 (hopper, MHA).
+    "paged 16 decode, MHA, sinks": (sc(q_lens=(1, 1), kv_lens=(700, 33), heads_kv=8, regime="decode",
+                                      kv_layout="paged", page_size=16, sinks=True),
+                                   {"fa4", "flashinfer-fa2", "flashinfer-fa3", "flex"}),
     "chunked prefill (q < kv)": (sc(q_lens=(64, 32), kv_lens=(300, 32), regime="chunked_prefill"),
                                  set(NAMES) - {"sdpa-flash", "sdpa-efficient"}),
     "fp8 per tensor": (sc(dtype="fp8_e4m3", descale="per_tensor"), {"fa3", "cudnn"}),

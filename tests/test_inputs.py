@@ -130,3 +130,10 @@ def test_sink_profiles_shift_the_sinks(profile):
     inp = make_inputs(scenario(sinks=True, input_profile=profile, heads_q=16, heads_kv=4))
     assert inp.sinks.dtype == torch.float32 and inp.sinks.shape == (16,)
     assert abs(inp.sinks.mean().item() - SINK_OFFSET[profile]) < 2.0
+
+
+@pytest.mark.parametrize("sc", [scenario(), EVERYTHING], ids=["plain", "everything"])
+def test_nbytes_counts_every_tensor(sc):
+    inp = make_inputs(sc)
+    present = [getattr(inp, name) for name in TENSORS if getattr(inp, name) is not None]
+    assert inp.nbytes == sum(t.numel() * t.element_size() for t in present) > 0

@@ -7,7 +7,8 @@ import pytest
 from solbench.cli import main
 from solbench.model import Status
 from solbench.policy import QUICK
-from solbench.runner import RunConfig, load_result, run
+from solbench.errors import ConfigError
+from solbench.runner import RunConfig, errored, load_result, run
 
 GOOD = "reference_kernels/torch_attention.py"
 WRONG = "reference_kernels/torch_attention_wrong_window.py"
@@ -69,6 +70,36 @@ def test_resume_skips_finished_scenarios(tmp_path):
     for o in second.outcomes:
         if o.scenario_id in done:
             assert o.measurements["candidate"].samples_ms == done[o.scenario_id]
+
+
+def test_retry_errors_evaluates_only_the_errored_scenarios_again_in_suite_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOLBENCH_TEST_CRASH", "raise")
+    first = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path))
+    errored = {o.scenario_id for o in first.outcomes if o.status is Status.RUNTIME_ERROR}
+    assert len(errored) == 2
+    kept = {o.scenario_id: o.measurements["candidate"].samples_ms for o in first.outcomes if o.scenario_id not in errored}
+    monkeypatch.setenv("SOLBENCH_TEST_CRASH", "recovered")  # whatever failed was the machine's, not the kernel's
+    again = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path,
+                          retry_errors=True))
+    assert again.complete and all(o.status is Status.PASSED for o in again.outcomes)
+    assert [o.scenario_id for o in again.outcomes] == [o.scenario_id for o in first.outcomes]
+    for o in again.outcomes:  # the rest stay as recorded
+        if o.scenario_id in kept:
+            assert o.measurements["candidate"].samples_ms == kept[o.scenario_id]
+
+
+def test_retry_errors_needs_resume(tmp_path):
+    with pytest.raises(ConfigError, match="--retry-errors goes with --resume"):
+        run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, retry_errors=True))
+
+
+def test_a_comparator_error_also_counts_as_errored():
+    from solbench.model import Outcome
+
+    base = dict(scenario_id="x", scenario={}, status=Status.MISMATCH, reason="wrong")
+    assert not errored(Outcome(**base))
+    assert errored(Outcome(**base, comparators={"fa3": {"status": "timeout", "reason": "hung"}}))
+    assert not errored(Outcome(**base, comparators={"fa3": {"status": "skipped", "reason": "no"}}))
 
 
 def test_bad_arguments_give_one_line(tmp_path, capsys):

@@ -391,3 +391,17 @@ def test_gpu_graph_device_time_not_above_eager_host_path():
     bad = timer.launcher_split(lambda: torch.matmul(a, a, out=out).sum().item())  # host sync: no graph
     assert bad.graph_device_ms is None and bad.graph_error
     assert timer.take([lambda: torch.matmul(a, a, out=out)], 3)  # the context survived the failed capture
+
+
+def test_input_copies_shrink_to_fit_device_memory_and_never_below_one():
+    from solbench.evaluate import input_copies
+
+    policy = TimingPolicy(rotate_inputs=4)
+    gib = 1 << 30
+    assert input_copies(policy, copy_bytes=gib // 100, holders=7, device_bytes=140 * gib) == 4  # small: as policy
+    # The H200 hopper OOM: 4 GB per copy and 7 implementations need 7 x 5 x 4 = 140 GiB; half of 140 fits 2 each.
+    assert input_copies(policy, copy_bytes=4 * gib, holders=7, device_bytes=140 * gib) == 1
+    assert input_copies(policy, copy_bytes=2 * gib, holders=7, device_bytes=140 * gib) == 4
+    assert input_copies(policy, copy_bytes=2 * gib + 1, holders=7, device_bytes=140 * gib) == 3
+    assert input_copies(policy, copy_bytes=100 * gib, holders=2, device_bytes=140 * gib) == 1
+    assert input_copies(policy, copy_bytes=gib, holders=2, device_bytes=0) == 4  # CPU: no device to fill

@@ -94,6 +94,9 @@ class Adapter(AdapterBase):
             return no("rows with no visible key (output of fully masked rows unverified)")
         if any(q == 1 and kv == 1 for q, kv in zip(sc.q_lens, sc.kv_lens)):
             return no("s_q == s_kv == 1 is a known cuDNN issue")
+        if sc.sinks and 1 in sc.q_lens:
+            # H200, cuDNN 9.19, hopper suite: cudnnGraphNotSupportedError for MHA decode with a sink too.
+            return no("attention sink with q_len 1 (decode): no cuDNN 9.19 engine proposes a plan (H200)")
         if sc.heads_q != sc.heads_kv and 1 in sc.q_lens:
             # Seen on the H200 (cuDNN 9.19, real suite): Hq - Hkv output elements per sequence unwritten,
             # and no plan at all with sinks; LSE and every written element were right. Whether the ragged

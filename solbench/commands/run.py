@@ -21,6 +21,8 @@ def add_arguments(parser) -> None:
                         "or baseline:NAME to evaluate a baseline library itself")
     add_to_parser(parser, RUN_OPTIONS + (QUICK, POLICY))
     parser.add_argument("--resume", type=Path, help="finish an interrupted run (its folder or results.json)")
+    parser.add_argument("--retry-errors", action="store_true", help="with --resume: evaluate again the scenarios "
+                        "where the candidate or a comparator crashed, ran out of memory or timed out")
     parser.add_argument("--out", type=Path, help="run folder (default reports/<run-id>/)")
     parser.add_argument("--flag", action="append", default=[], help="extra nvcc flag for the candidate (repeatable)")
     parser.add_argument("--allow-lib", action="append", default=[], help="allow a forbidden library (cublas, cudnn, cutlass, cute)")
@@ -51,7 +53,7 @@ def run(args) -> int:
         candidate=args.candidate, suite=args.suite, arch=args.arch, device=device,
         baselines=baselines_value(args.baselines), seed=seed_value(args.seed),
         policy=policy_value(args.quick, args.policy), out_dir=args.out, timeout_s=args.timeout,
-        resume=args.resume, filter=args.filter, max_scenarios=args.max_scenarios,
+        resume=args.resume, retry_errors=args.retry_errors, filter=args.filter, max_scenarios=args.max_scenarios,
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib),
     )
 
