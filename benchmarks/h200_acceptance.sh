@@ -10,6 +10,7 @@
 #   bash benchmarks/h200_acceptance.sh baselines  # baselines vs the reference, the FA3 probe (after staging wheels)
 #   bash benchmarks/h200_acceptance.sh verify     # after staging: availability, the probe, the isolation tests
 #   bash benchmarks/h200_acceptance.sh record S.. # the seed + every available baseline on suites S.., into baselines/h200/
+#        (TAG=flashinfer BASELINES=flashinfer-fa2,flashinfer-fa3: only those, into baselines/h200/S+flashinfer.json)
 #
 # RETRY_ERRORS=1: a resumed recording evaluates again the scenarios where an implementation crashed, ran
 # out of memory or timed out (once; an error that is the library's own comes back and stays).
@@ -40,23 +41,25 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
   for s in "$@"; do
     left=$((deadline - SECONDS))
     [ "$left" -lt 60 ] && { echo "== $s: no time left (resume it next call)"; continue; }
-    dir="/tmp/rec-$s"; args=(--out "$dir")
-    if [ -f "baselines/h200/$s.json" ] && [ ! -f "$dir/results.json" ]; then
-      mkdir -p "$dir"; cp "baselines/h200/$s.json" "$dir/results.json"
+    name="$s${TAG:++$TAG}"  # TAG=flashinfer BASELINES=flashinfer-fa2,flashinfer-fa3: a run of more libraries, SUITE+TAG.json
+    dir="/tmp/rec-$name"; args=(--out "$dir")
+    [ -n "${BASELINES:-}" ] && args+=(--baselines "$BASELINES")
+    if [ -f "baselines/h200/$name.json" ] && [ ! -f "$dir/results.json" ]; then
+      mkdir -p "$dir"; cp "baselines/h200/$name.json" "$dir/results.json"
     fi
     if [ -f "$dir/results.json" ]; then  # resume with the recorded run's own baselines, whatever is installed now
       names=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(n for n in d['candidate']['implementations'] if n not in ('candidate', 'seed')) or 'none')" "$dir/results.json")
       args=(--resume "$dir" --baselines "$names")
       [ "${RETRY_ERRORS:-0}" = 1 ] && args+=(--retry-errors)  # again where something crashed / ran out of memory
     fi
-    echo "== record $s (${left} s left)"
+    echo "== record $name (${left} s left)"
     SOLBENCH_TRACE="$out/trace-record.txt" timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \
       --policy "$RECORD_POLICY" "${args[@]}" >> "$out/log-record.txt" 2>&1
     rc=$?
     echo "   exit $rc after $((SECONDS - (deadline - left))) s"
-    [ "$rc" -eq 2 ] && { echo "   refused (see $out/log-record.txt): nothing new for $s"; continue; }
-    [ -f "$dir/results.json" ] && cp "$dir/results.json" "$out/$s.json" && \
-      python3 benchmarks/recorded_summary.py "$out/$s.json" --focus sq16384
+    [ "$rc" -eq 2 ] && { echo "   refused (see $out/log-record.txt): nothing new for $name"; continue; }
+    [ -f "$dir/results.json" ] && cp "$dir/results.json" "$out/$name.json" && \
+      python3 benchmarks/recorded_summary.py "$out/$name.json" --focus sq16384
   done
   [ -f "$out/trace-record.txt" ] && python3 benchmarks/trace_summary.py "$out/trace-record.txt"
 }

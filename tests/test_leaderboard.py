@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -89,6 +90,13 @@ def test_baseline_run_choice_matches_hash_gpu_major_then_newest_complete():
     runs = [old, new, other_gpu, edited]
     assert choose_baseline_run(runs, SUITE.hash, H200, "0") is new
     assert choose_baseline_run(runs, SUITE.hash, "NVIDIA B200", "0") is None
+    # A newer run of one more library beside the seed adds entries; the run of every library stays the denominator.
+    extra = make_run("20260501-000000-flashinfer", {"candidate": 10.0, "flashinfer-fa3": 0.9})
+    extra = replace(extra, candidate={**extra.candidate, "name": "seed_attention.cu"})
+    assert choose_baseline_run(runs + [extra], SUITE.hash, H200, "0") is new
+    incomplete = replace(make_run("20260601-000000-b", BASE), complete=False)
+    assert choose_baseline_run(runs + [extra, incomplete], SUITE.hash, H200, "0") is new
+    assert choose_baseline_run([extra, incomplete], SUITE.hash, H200, "0") is incomplete
 
 
 def test_ranking_order_scores_and_sol():

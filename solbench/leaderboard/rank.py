@@ -10,8 +10,9 @@ Rules (each board is one suite on one arch and GPU model):
   check in the recorded baseline run (a RunResult under `baselines/<arch>/`); where no baseline passed
   a scenario, the seed's median in that run (its 'seed' comparator, or its candidate when that is the
   shipped seed kernel, as in the recorded runs). The run is chosen by `choose_baseline_run`: same suite
-  hash, GPU model and solbench major; complete runs first; then the newest run id (run ids start with a
-  UTC timestamp). Scenarios without any denominator are left out of every entry's score alike.
+  hash, GPU model and solbench major; the one timing the most baseline libraries first (a run of one or
+  two more libraries beside the seed gives entries, not the denominators); then complete runs; then the
+  newest run id (run ids start with a UTC timestamp). Scenarios without any denominator are left out of every entry's score alike.
 - Score: geomean over scenarios of denominator_ms / entry median time, with a 95 % bootstrap interval
   from stats.geomean_ci over each scenario's per-sample speedups (denominator_ms / t_i). The
   denominator is a constant shared by every entry on the board, so its own noise shifts all entries
@@ -157,7 +158,12 @@ def choose_baseline_run(runs: list[RunResult], suite_hash: str, gpu: str, major:
     """The recorded run the denominators come from (rule in the module docstring), or None."""
     matching = [r for r in runs if r.suite_hash == suite_hash and gpu_model(r.environment, r.arch) == gpu
                 and major_version(solbench_version(r.environment)) == major]
-    return max(matching, key=lambda r: (r.complete, r.run_id), default=None)
+    return max(matching, key=lambda r: (len(baseline_names(r)), r.complete, r.run_id), default=None)
+
+
+def baseline_names(run: RunResult) -> list[str]:
+    """The baseline libraries a run timed (its implementations less the candidate and the seed)."""
+    return [n for n in run.candidate.get("implementations", {}) if n not in NOT_BASELINES and n != seed_impl(run)]
 
 
 def seed_impl(run: RunResult) -> str | None:
