@@ -114,7 +114,7 @@ def _check_all(sc, workers, policy, device, timeout_s, supports):
     policy = replace(policy, rotate_inputs=input_copies(policy, copy_bytes, len(workers), device_bytes))
     if device_bytes and len(workers) * (1 + policy.rotate_inputs) * copy_bytes > MEMORY_SHARE / 2 * device_bytes:
         # Idle workers still hold the previous scenario until their own prepare: free them all first.
-        for worker in workers.values():
+        for worker in (w for w in workers.values() if w.running):
             try:
                 worker.request("release", None, timeout_s)
             except WorkerFailure:

@@ -70,6 +70,10 @@ class Worker:
         child.close()
         self._conn = parent
 
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
     def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
         """Send one command and wait for its reply; raise WorkerFailure (and reset) on any failure."""
         if self._proc is None or not self._proc.is_alive():

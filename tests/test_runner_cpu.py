@@ -1,6 +1,7 @@
 """The whole pipeline on a CPU with Python candidates: verdicts, isolation, files on disk, resume."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -86,6 +87,19 @@ def test_retry_errors_evaluates_only_the_errored_scenarios_again_in_suite_order(
     for o in again.outcomes:  # the rest stay as recorded
         if o.scenario_id in kept:
             assert o.measurements["candidate"].samples_ms == kept[o.scenario_id]
+
+
+def test_input_copies_shrink_when_device_memory_is_short(tmp_path, monkeypatch):
+    from solbench import evaluate
+
+    monkeypatch.setattr(evaluate, "_device_bytes", lambda device: 1)  # nothing fits: one copy, workers released
+    policy = replace(QUICK, rotate_inputs=3)
+    result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=policy, out_dir=tmp_path, max_scenarios=3))
+    assert [o.status for o in result.outcomes] == [Status.PASSED] * 3
+    assert [o.input_copies for o in result.outcomes] == [1, 1, 1]
+    monkeypatch.setattr(evaluate, "_device_bytes", lambda device: 0)  # no device to fill: the policy's count
+    result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=policy, out_dir=tmp_path / "b", max_scenarios=1))
+    assert result.outcomes[0].input_copies == 3
 
 
 def test_retry_errors_needs_resume(tmp_path):
