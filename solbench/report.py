@@ -133,6 +133,10 @@ def render_summary(result: RunResult) -> str:
     lines = [f"suite {result.suite} on {result.arch}: {done} scenarios; "
              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
     lines += [score_line(s) for s in scores(result)]
+    fewer = fewer_input_copies(result)
+    if fewer:
+        lines.append(f"timed on fewer than the policy's {result.policy.get('rotate_inputs')} input copies (device "
+                     f"memory): {len(fewer)} scenario(s), e.g. {fewer[0]}")
     for o in result.outcomes:
         if o.status is not Status.PASSED:
             lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")
@@ -141,6 +145,14 @@ def render_summary(result: RunResult) -> str:
             if c["status"] != Status.PASSED.value:
                 lines.append(f"comparator {name} on {o.scenario_id}: {c['status']}: {c['reason']}")
     return "\n".join(lines)
+
+
+def fewer_input_copies(result: RunResult) -> list[str]:
+    """Scenarios whose implementations were timed on fewer rotated input copies than the policy asks
+    (evaluate.input_copies: they would not all have fit in device memory)."""
+    wanted = result.policy.get("rotate_inputs")
+    return [o.scenario_id for o in result.outcomes
+            if wanted is not None and o.input_copies is not None and o.input_copies < wanted]
 
 
 def summary_dict(result: RunResult, results_path: str | None = None) -> dict:
@@ -159,6 +171,7 @@ def summary_dict(result: RunResult, results_path: str | None = None) -> dict:
                                  "reason": c["reason"]}
                                 for o in result.outcomes for name, c in o.comparators.items()
                                 if c["status"] not in (Status.PASSED.value, Status.SKIPPED.value)],
+        "fewer_input_copies": fewer_input_copies(result),
         "per_scenario": scenario_rows(result),
         "results": results_path,
     }

@@ -97,6 +97,10 @@ def test_input_copies_shrink_when_device_memory_is_short(tmp_path, monkeypatch):
     result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=policy, out_dir=tmp_path, max_scenarios=3))
     assert [o.status for o in result.outcomes] == [Status.PASSED] * 3
     assert [o.input_copies for o in result.outcomes] == [1, 1, 1]
+    from solbench.report import render_summary, summary_dict
+
+    assert "timed on fewer than the policy's 3 input copies (device memory): 3 scenario(s)" in render_summary(result)
+    assert summary_dict(result)["fewer_input_copies"] == [o.scenario_id for o in result.outcomes]
     monkeypatch.setattr(evaluate, "_device_bytes", lambda device: 0)  # no device to fill: the policy's count
     result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=policy, out_dir=tmp_path / "b", max_scenarios=1))
     assert result.outcomes[0].input_copies == 3
