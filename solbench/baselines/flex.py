@@ -144,8 +144,11 @@ class Adapter(AdapterBase):
         return YES
 
     def _bind(self, inputs):
+        import time
+
         from torch.nn.attention.flex_attention import create_block_mask
 
+        started = time.perf_counter()
         sc = inputs.scenario
         self.writes_lse = True
         fn = compiled_forward()
@@ -163,5 +166,9 @@ class Adapter(AdapterBase):
         def call():
             fn(*args)
 
+        masked = time.perf_counter()
         call()  # compile for this shape now, not in the check or a timed call
+        # To the worker log: which half of a slow first bind compiles (create_block_mask vs the kernel).
+        print(f"[flex] bind {sc.id}: block mask {masked - started:.1f} s, first call {time.perf_counter() - masked:.1f} s",
+              flush=True)
         return call
