@@ -16,10 +16,13 @@ for s in "${suites[@]}"; do
   python3 -m solbench leaderboard add "$run" --db "$db" --impl candidate --name seed --author "solbench recorded run" > /dev/null
   # SUITE+TAG.json: more libraries timed beside the seed in a run of their own; their entries join the board
   # (the denominators stay with the run of the most libraries, see solbench/leaderboard/rank.py).
+  added=" "
   for r in "$run" baselines/h200/"$s"+*.json; do
     [ -f "$r" ] || continue
     for impl in $(impls_of "$r"); do
+      case "$added" in *" $impl "*) echo "$r: $impl is already on the $s board; not added again" >&2; continue ;; esac
       python3 -m solbench leaderboard add "$r" --db "$db" --impl "$impl" --name "$impl" --author "solbench recorded run" > /dev/null
+      added="$added$impl "
     done
   done
 done

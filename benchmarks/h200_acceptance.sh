@@ -38,6 +38,7 @@ deadline=$((SECONDS + ${BUDGET:-540}))
 RECORD_POLICY="${RECORD_POLICY:-warmup_ms=30,launcher_budget_ms=60,max_time_s=4,round_samples=5,min_rounds=4}"
 
 record() {  # record SUITE...: seed as candidate + every available baseline, resuming baselines/h200/SUITE.json
+  [ -n "${TAG:-}" ] && [ -z "${BASELINES:-}" ] && { echo "record: TAG=$TAG needs BASELINES (the libraries of that run)"; return 2; }
   for s in "$@"; do
     left=$((deadline - SECONDS))
     [ "$left" -lt 60 ] && { echo "== $s: no time left (resume it next call)"; continue; }

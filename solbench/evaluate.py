@@ -79,6 +79,7 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
     policy = replace(policy, rotate_inputs=copies)  # the check after timing refills the last copy timed
     if status is not Status.PASSED:
         return Outcome(status=status, reason=reason, **base)
+    base["input_copies"] = copies
     t = time.perf_counter()
     method = "cuda_events" if device == "cuda" else "host_clock"
     while True:
@@ -99,7 +100,7 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
     bound = bound_fn(sc) if bound_fn else None
     status, reason = _speed_verdict(measurements["candidate"], bound)
     return Outcome(status=status, reason=reason, measurements=measurements, ratios=ratios,
-                   bound=bound.to_dict() if bound else None, input_copies=copies, **base)
+                   bound=bound.to_dict() if bound else None, **base)
 
 
 def _check_all(sc, workers, policy, device, timeout_s, supports):
@@ -111,14 +112,20 @@ def _check_all(sc, workers, policy, device, timeout_s, supports):
     t = time.perf_counter()
     trial0 = make_inputs(sc, trial=0, device=device)
     copy_bytes, device_bytes = trial0.nbytes, _device_bytes(device)
-    policy = replace(policy, rotate_inputs=input_copies(policy, copy_bytes, len(workers), device_bytes))
-    if device_bytes and len(workers) * (1 + policy.rotate_inputs) * copy_bytes > MEMORY_SHARE / 2 * device_bytes:
+    holders = sum(1 for n in workers if n not in supports or supports[n](sc)[0])  # those that will prepare
+    policy = replace(policy, rotate_inputs=input_copies(policy, copy_bytes, holders, device_bytes))
+    if device_bytes and holders * (1 + policy.rotate_inputs) * copy_bytes > MEMORY_SHARE / 2 * device_bytes:
         # Idle workers still hold the previous scenario until their own prepare: free them all first.
-        for worker in (w for w in workers.values() if w.running):
+        for name, worker in workers.items():
+            if not worker.running:
+                continue
             try:
                 worker.request("release", None, timeout_s)
-            except WorkerFailure:
-                pass  # a broken worker is restarted by its next request and holds nothing
+            except WorkerFailure as exc:
+                # A broken worker is restarted by its next request and holds nothing; but the candidate
+                # caught replacing harness code (checked after every command) is this scenario's verdict.
+                if name == "candidate" and exc.kind == "tampered":
+                    return (Status.TAMPERED, str(exc), None), {}, [], policy.rotate_inputs
     ref_out, ref_lse = reference(trial0)
     del trial0
     t = trace(f"{sc.id} reference", t)

@@ -179,7 +179,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         folder = folder.parent
     if config.retry_errors and not previous:
         raise ConfigError("--retry-errors goes with --resume RUN (it evaluates that run's errored scenarios again)")
-    done = {o.scenario_id: o for o in previous.outcomes if not (config.retry_errors and errored(o))} if previous else {}
+    kept = {o.scenario_id: o for o in previous.outcomes} if previous else {}
     position = {s.id: i for i, s in enumerate(scenarios)}
     candidate_info = {"name": Path(config.candidate).name, "path": str(config.candidate),
                       "kind": specs["candidate"].kind, "sha256": _sha256(config.candidate),
@@ -192,19 +192,22 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     result = RunResult(
         run_id=folder.name, suite=suite.name, suite_hash=suite.hash, candidate=candidate_info, arch=arch,
         environment=environment, policy=policy.to_dict(),
-        outcomes=tuple(done[s.id] for s in scenarios if s.id in done), scenario_count=len(scenarios),
+        outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept), scenario_count=len(scenarios),
     )
     write_result(result, folder)
     bound_fn = bounds_for(arch)
     workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log", setup_s=_setup_s(s)) for n, s in specs.items()}
     supports = _baseline_claims(specs, arch)
+    # Scenarios never run first, then those retried: a retry replaces its outcome only once it is done,
+    # so an interrupted retry loses nothing.
+    todo = [s for s in scenarios if s.id not in kept]
+    if config.retry_errors:
+        todo += [s for s in scenarios if s.id in kept and errored(kept[s.id], supports)]
     try:
-        for sc in scenarios:
-            if sc.id in done:
-                continue
+        for sc in todo:
             outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports)
-            outcomes = sorted(result.outcomes + (outcome,), key=lambda o: position[o.scenario_id])
-            result = replace(result, outcomes=tuple(outcomes))
+            kept[sc.id] = outcome
+            result = replace(result, outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept))
             write_result(result, folder)
             if on_outcome:
                 on_outcome(outcome)
@@ -216,11 +219,31 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     return result
 
 
-def errored(outcome: Outcome) -> bool:
-    """The candidate or a comparator crashed (out of memory included) or timed out on this scenario:
-    what a machine can cause, unlike a wrong answer, so `--retry-errors` evaluates it again."""
-    failed = {Status.RUNTIME_ERROR.value, Status.TIMEOUT.value}
-    return outcome.status.value in failed or any(c.get("status") in failed for c in outcome.comparators.values())
+MACHINE_ERRORS = ("OutOfMemoryError", "out of memory", "worker died", "no answer to")
+"""Words of a runtime_error or timeout reason that the machine, not the implementation, may have caused."""
+
+
+def errored(outcome: Outcome, supports: dict | None = None) -> bool:
+    """Worth evaluating again (`--retry-errors`): the candidate or a comparator timed out, died or ran
+    out of memory, which a machine can cause; or a comparator failed a scenario its adapter no longer
+    claims (`supports`: name -> scenario -> (ok, reason)), which now records it as skipped. A library's
+    own error on a scenario it still claims comes back every time and is left as recorded."""
+    from solbench.scenario import Scenario
+
+    def machine(status: str, reason: str) -> bool:
+        return status == Status.TIMEOUT.value or (status == Status.RUNTIME_ERROR.value
+                                                  and any(w in reason for w in MACHINE_ERRORS))
+
+    if machine(outcome.status.value, outcome.reason):
+        return True
+    for name, c in outcome.comparators.items():
+        if not Status(c.get("status", Status.SKIPPED.value)).is_failure:
+            continue
+        if machine(c["status"], c.get("reason", "")):
+            return True
+        if supports and name in supports and not supports[name](Scenario.from_dict(outcome.scenario))[0]:
+            return True
+    return False
 
 
 def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str, candidate: dict, arch: str,

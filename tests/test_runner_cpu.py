@@ -74,7 +74,7 @@ def test_resume_skips_finished_scenarios(tmp_path):
 
 
 def test_retry_errors_evaluates_only_the_errored_scenarios_again_in_suite_order(tmp_path, monkeypatch):
-    monkeypatch.setenv("SOLBENCH_TEST_CRASH", "raise")
+    monkeypatch.setenv("SOLBENCH_TEST_CRASH", "segfault")
     first = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path))
     errored = {o.scenario_id for o in first.outcomes if o.status is Status.RUNTIME_ERROR}
     assert len(errored) == 2
@@ -111,13 +111,43 @@ def test_retry_errors_needs_resume(tmp_path):
         run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, retry_errors=True))
 
 
-def test_a_comparator_error_also_counts_as_errored():
+def test_what_retry_errors_retries():
     from solbench.model import Outcome
+    from solbench.scenario import Scenario
 
-    base = dict(scenario_id="x", scenario={}, status=Status.MISMATCH, reason="wrong")
+    sc = Scenario(q_lens=(4,), kv_lens=(4,), heads_q=2, heads_kv=2, head_dim_qk=8, head_dim_v=8).to_dict()
+    base = dict(scenario_id="x", scenario=sc, status=Status.MISMATCH, reason="wrong")
     assert not errored(Outcome(**base))
+    assert errored(Outcome(**{**base, "status": Status.RUNTIME_ERROR, "reason": "candidate: worker died (signal SIGSEGV)"}))
+    assert not errored(Outcome(**{**base, "status": Status.RUNTIME_ERROR, "reason": "candidate: RuntimeError: bug"}))
     assert errored(Outcome(**base, comparators={"fa3": {"status": "timeout", "reason": "hung"}}))
+    assert errored(Outcome(**base, comparators={"fa3": {"status": "runtime_error",
+                                                        "reason": "fa3: OutOfMemoryError: CUDA out of memory"}}))
     assert not errored(Outcome(**base, comparators={"fa3": {"status": "skipped", "reason": "no"}}))
+    # A library's own error comes back every time, unless its adapter has since withdrawn the claim.
+    lib_error = Outcome(**base, comparators={"sdpa": {"status": "runtime_error", "reason": "No available kernel"}})
+    assert not errored(lib_error, {"sdpa": lambda scenario: (True, "")})
+    assert errored(lib_error, {"sdpa": lambda scenario: (False, "no GQA")})
+
+
+def test_an_interrupted_retry_keeps_the_outcomes_it_has_not_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOLBENCH_TEST_CRASH", "segfault")
+    first = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path))
+    calls = []
+
+    def stop_after_one(outcome):
+        calls.append(outcome.scenario_id)
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("SOLBENCH_TEST_CRASH", "recovered")
+    with pytest.raises(KeyboardInterrupt):
+        run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path, retry_errors=True),
+            on_outcome=stop_after_one)
+    after = load_result(tmp_path)
+    assert [o.scenario_id for o in after.outcomes] == [o.scenario_id for o in first.outcomes]
+    statuses = {o.scenario_id: o.status for o in after.outcomes}
+    assert statuses[calls[0]] is Status.PASSED
+    assert sum(s is Status.RUNTIME_ERROR for s in statuses.values()) == 1  # the other one is still the old record
 
 
 def test_bad_arguments_give_one_line(tmp_path, capsys):
