@@ -112,7 +112,8 @@ def _check_all(sc, workers, policy, device, timeout_s, supports):
     t = time.perf_counter()
     trial0 = make_inputs(sc, trial=0, device=device)
     copy_bytes, device_bytes = trial0.nbytes, _device_bytes(device)
-    holders = sum(1 for n in workers if n not in supports or supports[n](sc)[0])  # those that will prepare
+    claims = {n: supports[n](sc) for n in workers if n in supports}  # (ok, why); unlisted: always run
+    holders = sum(1 for n in workers if claims.get(n, (True, ""))[0])  # those that will prepare
     policy = replace(policy, rotate_inputs=input_copies(policy, copy_bytes, holders, device_bytes))
     if device_bytes and holders * (1 + policy.rotate_inputs) * copy_bytes > MEMORY_SHARE / 2 * device_bytes:
         # Idle workers still hold the previous scenario until their own prepare: free them all first.
@@ -134,8 +135,8 @@ def _check_all(sc, workers, policy, device, timeout_s, supports):
     ready: list[str] = []
     # Comparators first, so the candidate's verdict can use the seed's error as a yardstick.
     for name in [n for n in workers if n != "candidate"] + ["candidate"]:
-        if name in supports:
-            ok, why = supports[name](sc)
+        if name in claims:
+            ok, why = claims[name]
             if not ok and name == "candidate":
                 candidate = (Status.SKIPPED, f"not supported: {why}", None)
                 continue

@@ -47,7 +47,7 @@ class RunConfig:
     resume: Path | None = None
     """A previous run folder (or its results.json) to finish."""
     retry_errors: bool = False
-    """With resume: evaluate again the scenarios where the candidate or a comparator crashed or timed out."""
+    """With resume: evaluate again the scenarios `errored` picks (machine-caused errors, withdrawn claims)."""
     filter: str | None = None
     """Only scenarios whose id contains this."""
     max_scenarios: int | None = None
@@ -180,7 +180,6 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     if config.retry_errors and not previous:
         raise ConfigError("--retry-errors goes with --resume RUN (it evaluates that run's errored scenarios again)")
     kept = {o.scenario_id: o for o in previous.outcomes} if previous else {}
-    position = {s.id: i for i, s in enumerate(scenarios)}
     candidate_info = {"name": Path(config.candidate).name, "path": str(config.candidate),
                       "kind": specs["candidate"].kind, "sha256": _sha256(config.candidate),
                       "build_flags": list(config.build_flags),

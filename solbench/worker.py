@@ -76,7 +76,7 @@ class Worker:
 
     def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
         """Send one command and wait for its reply; raise WorkerFailure (and reset) on any failure."""
-        if self._proc is None or not self._proc.is_alive():
+        if not self.running:
             self._start()
         try:
             self._conn.send((cmd, payload))

@@ -12,7 +12,8 @@ Rules (each board is one suite on one arch and GPU model):
   shipped seed kernel, as in the recorded runs). The run is chosen by `choose_baseline_run`: same suite
   hash, GPU model and solbench major; the one timing the most baseline libraries first (a run of one or
   two more libraries beside the seed gives entries, not the denominators); then complete runs; then the
-  newest run id (run ids start with a UTC timestamp). Scenarios without any denominator are left out of every entry's score alike.
+  newest run id (run ids start with a UTC timestamp). Scenarios without any denominator are left out
+  of every entry's score alike.
 - Score: geomean over scenarios of denominator_ms / entry median time, with a 95 % bootstrap interval
   from stats.geomean_ci over each scenario's per-sample speedups (denominator_ms / t_i). The
   denominator is a constant shared by every entry on the board, so its own noise shifts all entries
