@@ -59,8 +59,9 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     rc=$?
     echo "   exit $rc after $((SECONDS - (deadline - left))) s"
     [ "$rc" -eq 2 ] && { echo "   refused (see $out/log-record.txt): nothing new for $name"; continue; }
-    [ -f "$dir/results.json" ] && cp "$dir/results.json" "$out/$name.json" && \
-      python3 benchmarks/recorded_summary.py "$out/$name.json" --focus sq16384
+    # In $OUT as SUITE_TAG.json: the device machine does not send back a name with '+' in it.
+    [ -f "$dir/results.json" ] && cp "$dir/results.json" "$out/${name/+/_}.json" && \
+      python3 benchmarks/recorded_summary.py "$out/${name/+/_}.json" --focus sq16384
   done
   [ -f "$out/trace-record.txt" ] && python3 benchmarks/trace_summary.py "$out/trace-record.txt"
 }
