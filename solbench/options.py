@@ -35,7 +35,7 @@ SUITE = Option("suite", "suite name (scenarios/<name>.toml) or path to a suite .
 ARCH = Option("arch", "target arch (h100, h200, b200, rtx3080, cpu); default: the GPU present, else cpu")
 DEVICE = Option("device", "where to run: cuda or cpu (cpu runs Python candidates only); default cuda if present")
 BASELINES = Option("baselines", "comma-separated baselines to time against, 'flashinfer' and 'sdpa' meaning all "
-                   "their backends (default: every available one except flex, which compiles per shape; 'none' for none)")
+                   "their backends (default: every available one except flex, which compiles for minutes; 'none' for none)")
 SEED = Option("seed", "path to the seed kernel used as the first comparator ('none' to skip)")
 AGAINST = Option("against", "a results.json (or run folder, or pytest-benchmark file saved by the plugin) to compare against")
 TIMEOUT = Option("timeout", "per-scenario timeout in seconds", default=120.0, type=float)

@@ -175,7 +175,7 @@ def test_flex_mask_mod_matches_reference_visibility(kw):
     kw.setdefault("heads_kv", 1)
     sc = Scenario(head_dim_qk=16, head_dim_v=16, **kw)
     inputs = make_inputs(sc)
-    mask_mod = flex.make_mask_mod(sc, flex.mask_tensors(inputs))
+    mask_mod = flex.make_mask_mod(flex.mask_tensors(inputs))
     kv_tokens = inputs.k.shape[0] * (sc.page_size or 1)
     q_idx = torch.arange(sc.total_q)[:, None]
     kv_idx = torch.arange(kv_tokens)[None, :]

@@ -63,8 +63,8 @@ def baseline_run(**kw) -> RunResult:
     return make_run("20260101-000000-baselines-smoke", BASE, seed=99, **kw)
 
 
-def entry(name, factor, seed, **kw) -> Entry:
-    return Entry.from_result(make_run(name, {"candidate": factor, "seed": 10.0}, seed=seed, **kw), name=name)
+def entry(name, factor, seed, seed_factor=10.0, **kw) -> Entry:
+    return Entry.from_result(make_run(name, {"candidate": factor, "seed": seed_factor}, seed=seed, **kw), name=name)
 
 
 def boards(entries, runs=None):
@@ -111,6 +111,16 @@ def test_ranking_order_scores_and_sol():
     assert fast.sol_pct == pytest.approx(100 / (4 * 0.8), rel=0.02)
     assert abs(fast.drift_pct) < 5  # the entry's run timed the seed, the denominator of scenario 3 only
     assert b.baseline_run_id.startswith("20260101")
+
+
+def test_drift_falls_back_to_the_seed_where_the_run_did_not_time_the_denominator_library():
+    # The entry's run timed no baseline library, and the seed 3 % slower than the recorded run did.
+    # Every denominator is a library (none declines a scenario), so only the seed can anchor the drift.
+    [b] = boards([entry("drifting", 0.8, 5, seed_factor=10.3), entry("steady", 0.8, 6)],
+                 [baseline_run(unsupported={})])
+    assert {d.impl for d in b.denominators.values()} == {"fa3"}
+    assert by_name(b)["drifting"].drift_pct == pytest.approx(3.0, abs=0.6)
+    assert abs(by_name(b)["steady"].drift_pct) < 0.6
 
 
 def test_overlapping_intervals_share_a_rank():

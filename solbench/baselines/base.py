@@ -136,7 +136,7 @@ class AdapterBase:
     compiles), so a compile is not mistaken for a hang."""
     in_default_set: ClassVar[bool] = True
     """Timed when --baselines is not given. False for libraries whose per-shape set-up takes minutes
-    (FlexAttention compiles every shape), which run only when named."""
+    (FlexAttention's torch.compile), which run only when named."""
 
     def __init__(self, device: str = "cuda", arch: str | None = None):
         self.device = device

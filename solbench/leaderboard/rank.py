@@ -19,7 +19,8 @@ Rules (each board is one suite on one arch and GPU model):
   denominator is a constant shared by every entry on the board, so its own noise shifts all entries
   together and is left out of the interval; the interval is the entry's measurement noise.
   `drift_pct` reports how far the entry's run measured the denominator's own library from the
-  recorded baseline (cross-run drift, which the interval does not see). Beside it, the geomean of
+  recorded baseline, or the seed from the seed's recorded time where the run did not time that
+  library (cross-run drift, which the interval does not see). Beside it, the geomean of
   bound_ms / median time (%-of-SOL).
 - Any wrong scenario (any failure status, faster_than_light included) leaves the entry unranked with
   the scenarios and why.
@@ -101,7 +102,8 @@ class Standing:
     sol_pct: float | None
     """Geomean %-of-SOL over its timed scenarios."""
     drift_pct: float | None
-    """Geomean of (its run's time of the denominator library / the recorded denominator) - 1, in %."""
+    """Geomean of (its run's time of the denominator library / the recorded denominator) - 1, in %;
+    per scenario the seed against the seed's recorded time where the run did not time that library."""
     reason: str
     """Why it is not ranked ('' when ranked)."""
     wrong: tuple[str, ...]
@@ -245,6 +247,7 @@ def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator
     if reasons:
         denoms = {}  # another suite's scenarios: their times are not comparable with these denominators
     rows, samples, drifts, fallback = [], [], [], []
+    seed = seed_impl(e.result) if e.result else None
     for o in e.result.outcomes:
         seen = observe(o, e.impl)
         t = median(seen.samples_ms) if seen.samples_ms else None
@@ -261,9 +264,11 @@ def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator
             samples.append([speedup])  # the seed's recorded time: a constant shared by every entry
         if d and t:
             samples.append([d.time_ms / x for x in seen.samples_ms])
-            own = observe(o, d.impl)
+            own, anchor_ms = observe(o, d.impl), d.time_ms
+            if not own.samples_ms and seed and d.fallback_ms:  # the denominator's library is not in this run
+                own, anchor_ms = observe(o, seed), d.fallback_ms
             if own.samples_ms:
-                drifts.append(median(own.samples_ms) / d.time_ms)
+                drifts.append(median(own.samples_ms) / anchor_ms)
     wrong = [r for r in rows if Status(r.status).is_failure]
     if wrong:
         named = "; ".join(f"{r.scenario_id} ({r.status}: {r.reason})" for r in wrong[:REASON_SCENARIOS_SHOWN])
