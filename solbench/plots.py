@@ -110,6 +110,12 @@ def sol_percent_table(rows: list[Mapping], limit: int | None = None):
     return scenarios, _impls(valid), value, total
 
 
+def sol_chart_title(title: str | None, shown: int, total: int) -> str:
+    """The bar chart's title, always saying how many scenarios it leaves out."""
+    which = f"{shown} of {total} scenarios (furthest from SOL)" if shown < total else f"{total} scenarios"
+    return f"{title or '% of speed of light per scenario'}: {which}"
+
+
 def sol_bar_chart(rows: list[Mapping], path: str | Path, limit: int | None = None,
                   title: str | None = None) -> Path:
     """Per-scenario %-of-SOL, one horizontal bar per implementation, scenarios in first-seen order.
@@ -139,8 +145,7 @@ def sol_bar_chart(rows: list[Mapping], path: str | Path, limit: int | None = Non
     ax.set_xlabel("% of speed of light (bound / median time)")
     ax.tick_params(axis="x", labeltop=True, top=True)
     ax.grid(True, axis="x", alpha=0.3)
-    shown = f"{len(scenarios)} of {total} scenarios (furthest from SOL)" if len(scenarios) < total else f"{total} scenarios"
-    ax.set_title(title or f"% of speed of light per scenario: {shown}", pad=20)
+    ax.set_title(sol_chart_title(title, len(scenarios), total), pad=20)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     path = Path(path)
     fig.savefig(path, dpi=110, bbox_inches="tight")

@@ -88,6 +88,11 @@ def test_sol_percent_table_keeps_the_furthest_from_sol():
     assert plots.sol_percent_table(rows, limit=2)[0] == ["b", "c"]
 
 
+def test_sol_chart_title_says_when_scenarios_are_left_out():
+    assert plots.sol_chart_title("%-of-SOL, hopper", 60, 182) == "%-of-SOL, hopper: 60 of 182 scenarios (furthest from SOL)"
+    assert plots.sol_chart_title(None, 26, 26) == "% of speed of light per scenario: 26 scenarios"
+
+
 def test_sol_bar_chart_with_nothing(tmp_path):
     assert plots.sol_bar_chart([], tmp_path / "none.png").read_bytes()[:8] == PNG_MAGIC
 
