@@ -2,8 +2,9 @@
 
 What runs on a CPU: SDPA's flash backend (torch's CPU flash kernel), the same adapter with the MATH
 backend standing in for the explicit-mask backends (efficient, cuDNN: identical Python, different
-kernel), and FlexAttention eager (torch.compile on CPU has no LSE). This checks the layout work:
-ragged loops, paged gathers, mask construction, sink correction, LSE transposes, output copies.
+kernel), and FlexAttention traced by dynamo as on the GPU but run eagerly (inductor on CPU has no flex
+LSE). This checks the layout work: ragged loops, paged gathers, mask construction, sink correction, LSE
+transposes, output copies.
 """
 
 import pytest
@@ -55,10 +56,13 @@ def test_sdpa_adapters_on_cpu(adapter_cls, sc):
 
 @pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
 @pytest.mark.parametrize("sc", SCENARIOS, ids=[s.id for s in SCENARIOS])
-def test_flex_adapter_eager_on_cpu(sc, monkeypatch):
+def test_flex_adapter_on_cpu(sc, monkeypatch):
+    """Traced by dynamo exactly as on the GPU (whole graph, dynamic shapes), run by the eager backend."""
     if not flex.Adapter.supports(sc, "h200").ok:
         pytest.skip(flex.Adapter.supports(sc, "h200").reason)
-    monkeypatch.setattr(flex, "compiled_forward", lambda: flex._forward)
+    torch._dynamo.reset()
+    traced = torch.compile(flex._forward, backend="eager", **flex.COMPILE_OPTIONS)
+    monkeypatch.setattr(flex, "compiled_forward", lambda: traced)
     verdict = run(flex.Adapter, sc)
     assert verdict.status is Status.PASSED, verdict.reason
 
