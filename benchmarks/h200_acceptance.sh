@@ -21,7 +21,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 [ -d .fi-aot ] && export PYTHONPATH="$PWD/.fi-aot:$PYTHONPATH"
-# torch.compile (Flex: ~2 min per shape) and Triton keep their on-disk caches in .compile-cache; with
+# torch.compile (Flex: minutes per feature mix) and Triton keep their on-disk caches in .compile-cache; with
 # KEEP_COMPILE_CACHE=1 a phase packs it into $OUT/compile-cache.tgz (unpack it into the tree here and
 # carry [".compile-cache"] in a later call, so the same shapes load instead of compiling again).
 mkdir -p .compile-cache

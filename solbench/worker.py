@@ -312,10 +312,7 @@ class _WorkerState:
         if not timed:  # trial 0 is checked once: give its memory back before the timed copies are used
             del self.sums[id(self.check_inputs)]
             self.check_inputs = self.check_call = inputs = call = None
-            if self.device == "cuda":
-                import torch
-
-                torch.cuda.empty_cache()
+            self._release_memory()
         return result
 
     def warm_up(self, payload):

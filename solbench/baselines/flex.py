@@ -55,11 +55,12 @@ def mask_tensors(inputs) -> SimpleNamespace:
     qpos = torch.arange(sc.total_q, device=dev) - starts[doc] + (kv_lens - q_lens)[doc]
     owner, logical = physical_kv_owner(inputs)
     limit = torch.where(owner >= 0, kv_lens[owner.clamp(min=0)], torch.zeros_like(owner))
-    no_limit = torch.full_like(qpos, max(sc.kv_lens, default=0))  # above every logical key index
     if sc.causal:
         hi = qpos
+    elif sc.window_right >= 0:
+        hi = qpos + sc.window_right
     else:
-        hi = qpos + sc.window_right if sc.window_right >= 0 else no_limit
+        hi = torch.full_like(qpos, max(sc.kv_lens, default=0))  # above every logical key index
     lo = qpos - sc.window_left if sc.window_left >= 0 else torch.zeros_like(qpos)
 
     def pad(t, value):
