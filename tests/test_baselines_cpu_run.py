@@ -96,3 +96,35 @@ def test_flex_compiles_once_for_every_shape_and_window(monkeypatch):
         counts.append(len(graphs))
     # The BlockMask's index tensors start static; their first change makes them dynamic (one recompile).
     assert counts == [1, 2, 2, 2], f"compiles after each scenario: {counts}"
+
+
+INDUCTOR_CASES = [
+    Scenario(q_lens=(70, 33), kv_lens=(90, 33), heads_q=4, heads_kv=2, head_dim_qk=64, head_dim_v=64,
+             regime="chunked_prefill", softcap=30.0),
+    Scenario(q_lens=(40, 9), kv_lens=(90, 9), heads_q=4, heads_kv=2, head_dim_qk=64, head_dim_v=64,
+             regime="chunked_prefill", window_left=20, kv_layout="paged", page_size=8, softcap=50.0),
+]
+
+
+@pytest.mark.parametrize("sc", INDUCTOR_CASES, ids=[s.id for s in INDUCTOR_CASES])
+def test_flex_mods_lower_through_inductor(sc):
+    """The adapter's score_mod and mask_mod compiled by inductor as on the GPU (dynamic shapes, whole
+    graph). CPU inductor cannot return flex's LSE, so this compiles flex_attention alone; the mods are
+    what inductor lowers differently from the eager backend (a Python-float softcap failed here exactly
+    as on the H200: "unbacked_bindings")."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    inputs = make_inputs(sc, device="cpu")
+    q = inputs.q.transpose(0, 1).unsqueeze(0)
+    k = inputs.k.reshape(-1, sc.heads_kv, sc.head_dim_qk).transpose(0, 1).unsqueeze(0)
+    v = inputs.v.reshape(-1, sc.heads_kv, sc.head_dim_v).transpose(0, 1).unsqueeze(0)
+    block_mask = create_block_mask(flex.make_mask_mod(flex.mask_tensors(inputs)), 1, None, sc.total_q, k.shape[2],
+                                   device="cpu")
+    torch._dynamo.reset()
+    attend = torch.compile(flex_attention, **flex.COMPILE_OPTIONS)
+    o = attend(q, k, v, score_mod=flex.make_score_mod(sc, "cpu"), block_mask=block_mask, scale=sc.scale,
+               enable_gqa=True)
+    inputs.out.copy_(o[0].transpose(0, 1))
+    ref_out, ref_lse = reference(inputs)
+    verdict = judge(inputs.out, inputs.lse, ref_out, ref_lse, sc.dtype, writes_lse=False)
+    assert verdict.status is Status.PASSED, verdict.reason

@@ -88,15 +88,18 @@ def make_mask_mod(t: SimpleNamespace):
     return mask_mod
 
 
-def make_score_mod(sc: Scenario):
+def make_score_mod(sc: Scenario, device):
+    """Softcap as a score_mod reading the cap from a per-head tensor: a Python float here would become a
+    symbolic float under dynamic shapes, which inductor cannot lower inside flex ("unbacked_bindings"
+    on the H200 for every softcap scenario), and a baked-in constant would compile again per cap."""
     if not sc.softcap:
         return None
     import torch
 
-    cap = float(sc.softcap)
+    caps = torch.full((sc.heads_q,), float(sc.softcap), dtype=torch.float32, device=device)
 
     def softcap(score, b, h, q_idx, kv_idx):
-        return cap * torch.tanh(score / cap)
+        return caps[h] * torch.tanh(score / caps[h])
 
     return softcap
 
@@ -167,7 +170,7 @@ class Adapter(AdapterBase):
         block_mask = create_block_mask(make_mask_mod(tensors), 1, sc.heads_q if sc.mask is not None else None,
                                        sc.total_q, k.shape[2], device=inputs.device,
                                        _compile=inputs.device.type == "cuda")
-        args = (q, k, v, block_mask, make_score_mod(sc), sc.scale, sc.heads_q != sc.heads_kv, inputs.sinks,
+        args = (q, k, v, block_mask, make_score_mod(sc, inputs.device), sc.scale, sc.heads_q != sc.heads_kv, inputs.sinks,
                 inputs.out, inputs.lse)
         self._keep = tensors
 
