@@ -60,6 +60,7 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     SOLBENCH_TRACE="$out/trace-record.txt" timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \
       --policy "$RECORD_POLICY" "${args[@]}" >> "$out/log-record.txt" 2>&1
     rc=$?
+    grep -s "^\[flex\] bind" "$dir/worker-flex.log" >> "$out/log-record.txt"  # Flex compile time per scenario
     echo "   exit $rc after $((SECONDS - (deadline - left))) s"
     [ "$rc" -eq 2 ] && { echo "   refused (see $out/log-record.txt): nothing new for $name"; continue; }
     # In $OUT as SUITE_TAG.json: the device machine does not send back a name with '+' in it.

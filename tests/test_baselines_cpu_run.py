@@ -103,6 +103,10 @@ INDUCTOR_CASES = [
              regime="chunked_prefill", softcap=30.0),
     Scenario(q_lens=(40, 9), kv_lens=(90, 9), heads_q=4, heads_kv=2, head_dim_qk=64, head_dim_v=64,
              regime="chunked_prefill", window_left=20, kv_layout="paged", page_size=8, softcap=50.0),
+    Scenario(q_lens=(48, 17), kv_lens=(48, 17), heads_q=4, heads_kv=4, head_dim_qk=64, head_dim_v=64, dtype="fp16",
+             causal=False, mask=MaskSpec(0.3, "iid", 2)),
+    Scenario(q_lens=(1, 1, 1), kv_lens=(70, 33, 129), heads_q=4, heads_kv=1, head_dim_qk=64, head_dim_v=64,
+             regime="decode", kv_layout="paged", page_size=16, window_left=40),
 ]
 
 
@@ -112,18 +116,13 @@ def test_flex_mods_lower_through_inductor(sc):
     graph). CPU inductor cannot return flex's LSE, so this compiles flex_attention alone; the mods are
     what inductor lowers differently from the eager backend (a Python-float softcap failed here exactly
     as on the H200: "unbacked_bindings")."""
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    from torch.nn.attention.flex_attention import flex_attention
 
     inputs = make_inputs(sc, device="cpu")
-    q = inputs.q.transpose(0, 1).unsqueeze(0)
-    k = inputs.k.reshape(-1, sc.heads_kv, sc.head_dim_qk).transpose(0, 1).unsqueeze(0)
-    v = inputs.v.reshape(-1, sc.heads_kv, sc.head_dim_v).transpose(0, 1).unsqueeze(0)
-    block_mask = create_block_mask(flex.make_mask_mod(flex.mask_tensors(inputs)), 1, None, sc.total_q, k.shape[2],
-                                   device="cpu")
+    q, k, v, block_mask, score_mod, scale, enable_gqa = flex.flex_arguments(inputs)
     torch._dynamo.reset()
     attend = torch.compile(flex_attention, **flex.COMPILE_OPTIONS)
-    o = attend(q, k, v, score_mod=flex.make_score_mod(sc, "cpu"), block_mask=block_mask, scale=sc.scale,
-               enable_gqa=True)
+    o = attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=enable_gqa)
     inputs.out.copy_(o[0].transpose(0, 1))
     ref_out, ref_lse = reference(inputs)
     verdict = judge(inputs.out, inputs.lse, ref_out, ref_lse, sc.dtype, writes_lse=False)

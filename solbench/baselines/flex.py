@@ -104,6 +104,21 @@ def make_score_mod(sc: Scenario, device):
     return softcap
 
 
+def flex_arguments(inputs) -> tuple:
+    """(q, k, v, block_mask, score_mod, scale, enable_gqa) for flex_attention over the packed batch:
+    batch 1, heads first, paged KV as its flat token pool. The block mask is compiled on CUDA."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    sc = inputs.scenario
+    q = inputs.q.transpose(0, 1).unsqueeze(0)
+    k = inputs.k.reshape(-1, sc.heads_kv, sc.head_dim_qk).transpose(0, 1).unsqueeze(0)
+    v = inputs.v.reshape(-1, sc.heads_kv, sc.head_dim_v).transpose(0, 1).unsqueeze(0)
+    # The mask_mod's closure keeps its tensors alive as long as the block mask.
+    block_mask = create_block_mask(make_mask_mod(mask_tensors(inputs)), 1, sc.heads_q if sc.mask is not None else None,
+                                   sc.total_q, k.shape[2], device=inputs.device, _compile=inputs.device.type == "cuda")
+    return q, k, v, block_mask, make_score_mod(sc, inputs.device), sc.scale, sc.heads_q != sc.heads_kv
+
+
 def _forward(q, k, v, block_mask, score_mod, scale, enable_gqa, sinks, out, lse_out):
     import torch
     from torch.nn.attention import flex_attention as fa
@@ -157,22 +172,11 @@ class Adapter(AdapterBase):
     def _bind(self, inputs):
         import time
 
-        from torch.nn.attention.flex_attention import create_block_mask
-
         started = time.perf_counter()
         sc = inputs.scenario
         self.writes_lse = True
         fn = compiled_forward()
-        q = inputs.q.transpose(0, 1).unsqueeze(0)
-        k = inputs.k.reshape(-1, sc.heads_kv, sc.head_dim_qk).transpose(0, 1).unsqueeze(0)
-        v = inputs.v.reshape(-1, sc.heads_kv, sc.head_dim_v).transpose(0, 1).unsqueeze(0)
-        tensors = mask_tensors(inputs)
-        block_mask = create_block_mask(make_mask_mod(tensors), 1, sc.heads_q if sc.mask is not None else None,
-                                       sc.total_q, k.shape[2], device=inputs.device,
-                                       _compile=inputs.device.type == "cuda")
-        args = (q, k, v, block_mask, make_score_mod(sc, inputs.device), sc.scale, sc.heads_q != sc.heads_kv, inputs.sinks,
-                inputs.out, inputs.lse)
-        self._keep = tensors
+        args = flex_arguments(inputs) + (inputs.sinks, inputs.out, inputs.lse)
 
         def call():
             fn(*args)
