@@ -4,7 +4,7 @@ All sequences are packed as batch 1 (q [1, Hq, total_q, D], K/V [1, Hkv, kv_toke
 KV is the page pool flattened to tokens) and one `mask_mod` says which (query, key) pairs meet: same
 sequence (paged: the key's page belongs to it and the slot is below its kv_len), inside the query's
 [lo, hi] key range (bottom-right causal and window folded into per-token tensors), custom bit. The
-BlockMask is built in bind (`create_block_mask(_compile=True)`), so fully masked tiles are skipped.
+BlockMask is built in bind (`flex_arguments`: `create_block_mask(_compile=True)`), so fully masked tiles are skipped.
 Softcap is a `score_mod`. Sinks: flex's LSE (natural log, excluding the sink) gives the exact rewrite
 out * sigmoid(lse - sink). GQA: enable_gqa.
 

@@ -241,13 +241,13 @@ def _incomparable(e: Entry, ref_hash: str, major: str) -> list[str]:
 def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator], arch: str,
               confidence: float, base_policy: dict | None = None) -> Standing:
     reasons = _incomparable(e, ref_hash, major)
-    differ = measuring_differences(base_policy or {}, e.result.policy if e.result else {})
+    differ = measuring_differences(base_policy or {}, e.result.policy)
     if differ:
         reasons.append(f"timed differently from the recorded baselines ({', '.join(differ)})")
     if reasons:
         denoms = {}  # another suite's scenarios: their times are not comparable with these denominators
     rows, samples, drifts, fallback = [], [], [], []
-    seed = seed_impl(e.result) if e.result else None
+    seed = seed_impl(e.result)
     for o in e.result.outcomes:
         seen = observe(o, e.impl)
         t = median(seen.samples_ms) if seen.samples_ms else None
