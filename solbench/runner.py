@@ -201,7 +201,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     # so an interrupted retry loses nothing.
     todo = [s for s in scenarios if s.id not in kept]
     if config.retry_errors:
-        todo += [s for s in scenarios if s.id in kept and errored(kept[s.id], supports)]
+        todo += [s for s in scenarios if s.id in kept and errored(kept[s.id])]
     try:
         for sc in todo:
             outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports)
@@ -222,27 +222,16 @@ MACHINE_ERRORS = ("OutOfMemoryError", "out of memory", "worker died", "no answer
 """Words of a runtime_error or timeout reason that the machine, not the implementation, may have caused."""
 
 
-def errored(outcome: Outcome, supports: dict | None = None) -> bool:
-    """Worth evaluating again (`--retry-errors`): the candidate or a comparator timed out, died or ran
-    out of memory, which a machine can cause; or a comparator failed a scenario its adapter no longer
-    claims (`supports`: name -> scenario -> (ok, reason)), which now records it as skipped. A library's
-    own error on a scenario it still claims comes back every time and is left as recorded."""
-    from solbench.scenario import Scenario
-
-    def machine(status: str, reason: str) -> bool:
-        return status == Status.TIMEOUT.value or (status == Status.RUNTIME_ERROR.value
-                                                  and any(w in reason for w in MACHINE_ERRORS))
-
-    if machine(outcome.status.value, outcome.reason):
+def errored(outcome: Outcome) -> bool:
+    """Worth evaluating again (`--retry-errors`): the candidate timed out, died or ran out of memory, which
+    a machine can cause (its own error comes back every time: --resume pins its source); or a comparator
+    failed in any way. An adapter is solbench's code, fixed or narrowed since the run was recorded: the
+    retry records its new answer (passed, or skipped where the claim was withdrawn) or the failure again."""
+    status, reason = outcome.status.value, outcome.reason
+    if status == Status.TIMEOUT.value or (status == Status.RUNTIME_ERROR.value
+                                          and any(w in reason for w in MACHINE_ERRORS)):
         return True
-    for name, c in outcome.comparators.items():
-        if not Status(c.get("status", Status.SKIPPED.value)).is_failure:
-            continue
-        if machine(c["status"], c.get("reason", "")):
-            return True
-        if supports and name in supports and not supports[name](Scenario.from_dict(outcome.scenario))[0]:
-            return True
-    return False
+    return any(Status(c.get("status", Status.SKIPPED.value)).is_failure for c in outcome.comparators.values())
 
 
 def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str, candidate: dict, arch: str,
