@@ -98,6 +98,42 @@ def test_flex_compiles_once_for_every_shape_and_window(monkeypatch):
     assert counts == [1, 2, 2, 2], f"compiles after each scenario: {counts}"
 
 
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+def test_flex_compiles_again_with_fallback_options_where_inductor_finds_no_kernel_config(monkeypatch):
+    """On the H200 inductor found no kernel config for custom-bit masks (shared memory) and for a GQA decode
+    (flex_decoding): the adapter compiles that feature mix again with FALLBACK_OPTIONS, once, and any
+    other error stays the scenario's error."""
+    tried = []
+
+    def compiled(*args):
+        tried.append(args[-1])
+        if args[-1] is None:
+            raise RuntimeError("InductorError: RuntimeError: No valid triton configs. OutOfMemoryError: out of resource")
+        flex._forward(*args)
+
+    monkeypatch.setattr(flex, "compiled_forward", lambda: compiled)
+    adapter = flex.Adapter(device="cpu")
+    mix = dict(heads_q=4, heads_kv=4, head_dim_qk=64, head_dim_v=64, dtype="fp16", causal=False, mask=MaskSpec(0.3, "iid", 2))
+    for lens in [(48, 17), (64,)]:
+        sc = Scenario(q_lens=lens, kv_lens=lens, **mix)
+        inputs = make_inputs(sc, device="cpu")
+        call = adapter.bind(inputs)
+        inputs.poison()
+        call()
+        ref_out, ref_lse = reference(inputs)
+        verdict = judge(inputs.out, inputs.lse, ref_out, ref_lse, sc.dtype, writes_lse=adapter.writes_lse)
+        assert verdict.status is Status.PASSED, verdict.reason
+    fallback = flex.FALLBACK_OPTIONS
+    assert tried[:3] == [None, fallback, fallback] and set(map(id, tried[1:])) == {id(fallback)}  # default tried once
+
+    def broken(*args):
+        raise RuntimeError("InductorError: LoweringException: something else")
+
+    monkeypatch.setattr(flex, "compiled_forward", lambda: broken)
+    with pytest.raises(RuntimeError, match="something else"):
+        flex.Adapter(device="cpu").bind(make_inputs(Scenario(q_lens=(8,), kv_lens=(8,), heads_q=2, heads_kv=2), device="cpu"))
+
+
 INDUCTOR_CASES = [
     Scenario(q_lens=(70, 33), kv_lens=(90, 33), heads_q=4, heads_kv=2, head_dim_qk=64, head_dim_v=64,
              regime="chunked_prefill", softcap=30.0),
@@ -110,8 +146,10 @@ INDUCTOR_CASES = [
 ]
 
 
-@pytest.mark.parametrize("sc", INDUCTOR_CASES, ids=[s.id for s in INDUCTOR_CASES])
-def test_flex_mods_lower_through_inductor(sc):
+@pytest.mark.parametrize("sc,options", [(sc, None) for sc in INDUCTOR_CASES]
+                         + [(sc, flex.FALLBACK_OPTIONS) for sc in INDUCTOR_CASES[2:]],
+                         ids=[s.id for s in INDUCTOR_CASES] + [f"fallback-{s.id}" for s in INDUCTOR_CASES[2:]])
+def test_flex_mods_lower_through_inductor(sc, options):
     """The adapter's score_mod and mask_mod compiled by inductor as on the GPU (dynamic shapes, whole
     graph). CPU inductor cannot return flex's LSE, so this compiles flex_attention alone; the mods are
     what inductor lowers differently from the eager backend (a Python-float softcap failed here exactly
@@ -122,7 +160,8 @@ def test_flex_mods_lower_through_inductor(sc):
     q, k, v, block_mask, score_mod, scale, enable_gqa = flex.flex_arguments(inputs)
     torch._dynamo.reset()
     attend = torch.compile(flex_attention, **flex.COMPILE_OPTIONS)
-    o = attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=enable_gqa)
+    o = attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=enable_gqa,
+               kernel_options=options)
     inputs.out.copy_(o[0].transpose(0, 1))
     ref_out, ref_lse = reference(inputs)
     verdict = judge(inputs.out, inputs.lse, ref_out, ref_lse, sc.dtype, writes_lse=False)

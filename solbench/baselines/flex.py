@@ -12,7 +12,8 @@ The compiled function also writes inputs.out and inputs.lse (flex has no out=): 
 factor, layout change) is fused by inductor and is part of the timed call. It is compiled with dynamic
 shapes, and the mask_mod reads every per-scenario number from tensors, so a new shape reuses the
 compiled kernels; only a new feature mix (custom bits, softcap, sinks, GQA, head dim, dtype) compiles
-again. The dynamo recompile limit is raised so a long suite never falls back to eager.
+again. The dynamo recompile limit is raised so a long suite never falls back to eager. A feature mix
+inductor finds no kernel config for is compiled again with FALLBACK_OPTIONS (logged in the worker log).
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ PAD = 256  # index tensors are padded so a mask_mod evaluated on a partial tail 
 COMPILE_OPTIONS = {"fullgraph": True, "dynamic": True}
 """Dynamic shapes: a new scenario shape must not compile again (2 min per shape on the H200 when static)."""
 _COMPILED = {}
+FALLBACK_OPTIONS = {"FORCE_USE_FLEX_ATTENTION": True, "BLOCK_M": 64, "BLOCK_N": 64, "num_stages": 2}
+"""kernel_options for a feature mix inductor finds no kernel config for with its defaults (H200: a custom-bit
+mask's tile loads overflow shared memory at 128x128, 3 stages; flex_decoding has no BLOCK_M for 64 decode
+queries x 8 grouped heads): the main kernel, smaller tiles, fewer stages."""
+NO_CONFIG = ("No valid triton configs", "NoValidChoicesError", "out of resource")
 
 
 def compiled_forward():
@@ -119,17 +125,17 @@ def flex_arguments(inputs) -> tuple:
     return q, k, v, block_mask, make_score_mod(sc, inputs.device), sc.scale, sc.heads_q != sc.heads_kv
 
 
-def _forward(q, k, v, block_mask, score_mod, scale, enable_gqa, sinks, out, lse_out):
+def _forward(q, k, v, block_mask, score_mod, scale, enable_gqa, sinks, out, lse_out, kernel_options=None):
     import torch
     from torch.nn.attention import flex_attention as fa
 
     if hasattr(fa, "AuxRequest"):
         o, aux = fa.flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale,
-                                   enable_gqa=enable_gqa, return_aux=fa.AuxRequest(lse=True))
+                                   enable_gqa=enable_gqa, kernel_options=kernel_options, return_aux=fa.AuxRequest(lse=True))
         lse = aux.lse
     else:
         o, lse = fa.flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale,
-                                   enable_gqa=enable_gqa, return_lse=True)
+                                   enable_gqa=enable_gqa, kernel_options=kernel_options, return_lse=True)
     o, lse = o[0], lse[0]  # [Hq, T, Dv], [Hq, T]
     if sinks is not None:
         o = o.float() * torch.sigmoid(lse - sinks[:, None])[..., None]
@@ -151,6 +157,8 @@ class Adapter(AdapterBase):
     def __init__(self, device: str = "cuda", arch: str | None = None):
         super().__init__(device, arch)
         import torch._dynamo
+
+        self._fallback_mixes = set()
 
         config = torch._dynamo.config
         for key in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
@@ -177,13 +185,24 @@ class Adapter(AdapterBase):
         self.writes_lse = True
         fn = compiled_forward()
         args = flex_arguments(inputs) + (inputs.sinks, inputs.out, inputs.lse)
+        # What inductor compiles a kernel for (a failed default compile is not tried again per scenario).
+        mix = (sc.dtype, sc.head_dim_qk, sc.head_dim_v, sc.heads_q, sc.heads_kv, sc.mask is not None,
+               bool(sc.softcap), inputs.sinks is not None, sc.total_q < 128)
+        masked = time.perf_counter()
+        options = FALLBACK_OPTIONS if mix in self._fallback_mixes else None
+        try:
+            fn(*args, options)  # compile for this shape now, not in the check or a timed call
+        except Exception as e:
+            if options is not None or not any(w in str(e) for w in NO_CONFIG):
+                raise
+            self._fallback_mixes.add(mix)
+            options = FALLBACK_OPTIONS
+            fn(*args, options)
+        # To the worker log: which half of a slow first bind compiles (create_block_mask vs the kernel).
+        print(f"[flex] bind {sc.id}: block mask {masked - started:.1f} s, first call {time.perf_counter() - masked:.1f} s"
+              + (f", kernel_options {options}" if options else ""), flush=True)
 
         def call():
-            fn(*args)
+            fn(*args, options)
 
-        masked = time.perf_counter()
-        call()  # compile for this shape now, not in the check or a timed call
-        # To the worker log: which half of a slow first bind compiles (create_block_mask vs the kernel).
-        print(f"[flex] bind {sc.id}: block mask {masked - started:.1f} s, first call {time.perf_counter() - masked:.1f} s",
-              flush=True)
         return call
