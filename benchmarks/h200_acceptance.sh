@@ -12,8 +12,8 @@
 #   bash benchmarks/h200_acceptance.sh record S.. # the seed + every available baseline on suites S.., into baselines/h200/
 #        (TAG=flashinfer BASELINES=flashinfer-fa2,flashinfer-fa3: only those, into baselines/h200/S+flashinfer.json)
 #
-# RETRY_ERRORS=1: a resumed recording evaluates again the scenarios where an implementation crashed, ran
-# out of memory or timed out (once; an error that is the library's own comes back and stays).
+# RETRY_ERRORS=1: a resumed recording evaluates again the scenarios where the candidate crashed, ran out of
+# memory or timed out, or a library failed in any way (its adapter may have been fixed since).
 # BUDGET (seconds, default 540) bounds a phase that records: each run gets what is left and is stopped with
 # SIGINT in time to copy its partial results.json to $OUT; the next call resumes from baselines/h200/S.json.
 # FlashInfer kernels prebuilt without a GPU (benchmarks/prebuild_flashinfer.py) load from .fi-aot when the

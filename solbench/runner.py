@@ -47,7 +47,7 @@ class RunConfig:
     resume: Path | None = None
     """A previous run folder (or its results.json) to finish."""
     retry_errors: bool = False
-    """With resume: evaluate again the scenarios `errored` picks (machine-caused errors, withdrawn claims)."""
+    """With resume: evaluate again the scenarios `errored` picks (machine-caused errors, comparator failures)."""
     filter: str | None = None
     """Only scenarios whose id contains this."""
     max_scenarios: int | None = None
