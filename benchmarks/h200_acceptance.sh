@@ -63,9 +63,9 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     grep -s "^\[flex\] bind" "$dir/worker-flex.log" >> "$out/log-record.txt"  # Flex compile time per scenario
     echo "   exit $rc after $((SECONDS - (deadline - left))) s"
     [ "$rc" -eq 2 ] && { echo "   refused (see $out/log-record.txt): nothing new for $name"; continue; }
-    # In $OUT as SUITE_TAG.json: the device machine does not send back a name with '+' in it.
-    [ -f "$dir/results.json" ] && cp "$dir/results.json" "$out/${name/+/_}.json" && \
-      python3 benchmarks/recorded_summary.py "$out/${name/+/_}.json" --focus sq16384
+    copy="$out/${name/+/_}.json"  # SUITE_TAG.json: the device machine does not send back a name with '+' in it
+    [ -f "$dir/results.json" ] && cp "$dir/results.json" "$copy" && \
+      python3 benchmarks/recorded_summary.py "$copy" --focus sq16384
   done
   [ -f "$out/trace-record.txt" ] && python3 benchmarks/trace_summary.py "$out/trace-record.txt"
 }

@@ -185,7 +185,7 @@ class Adapter(AdapterBase):
         self.writes_lse = True
         fn = compiled_forward()
         args = flex_arguments(inputs) + (inputs.sinks, inputs.out, inputs.lse)
-        # What inductor compiles a kernel for (a failed default compile is not tried again per scenario).
+        # What inductor compiles one kernel for: a mix whose default compile failed goes straight to the fallback.
         mix = (sc.dtype, sc.head_dim_qk, sc.head_dim_v, sc.heads_q, sc.heads_kv, sc.mask is not None,
                bool(sc.softcap), inputs.sinks is not None, sc.total_q < 128)
         masked = time.perf_counter()
