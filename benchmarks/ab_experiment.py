@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from solbench.errors import ConfigError
-from solbench.policy import TimingPolicy
-from solbench.runner import RunConfig, load_result, run
-from solbench.stats import geomean_ci, median, median_ci
+from solbench.core.errors import ConfigError
+from solbench.core.policy import TimingPolicy
+from solbench.supervisor.runner import RunConfig, load_result, run
+from solbench.core.stats import geomean_ci, median, median_ci
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "reference_kernels" / "seed_attention.cu"

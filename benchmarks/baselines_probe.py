@@ -25,12 +25,12 @@ import torch  # noqa: E402
 
 from solbench.baselines import REGISTRY, get_adapter_class  # noqa: E402
 from solbench.baselines.coverage import coverage  # noqa: E402
-from solbench.inputs import make_inputs  # noqa: E402
-from solbench.masks import visible_pairs  # noqa: E402
-from solbench.reference import reference  # noqa: E402
-from solbench.runner import gpu_arch  # noqa: E402
-from solbench.scenario import Scenario  # noqa: E402
-from solbench.verdict import judge  # noqa: E402
+from solbench.supervisor.inputs import make_inputs  # noqa: E402
+from solbench.core.masks import visible_pairs  # noqa: E402
+from solbench.supervisor.reference import reference  # noqa: E402
+from solbench.supervisor.runner import gpu_arch  # noqa: E402
+from solbench.core.scenario import Scenario  # noqa: E402
+from solbench.supervisor.verdict import judge  # noqa: E402
 
 SUITES = ("hopper", "fa3-h2h", "rtx3080-mask", "real")
 
@@ -42,8 +42,8 @@ def headline(causal: bool) -> Scenario:
 def time_calls(calls, samples: int) -> tuple[float, str]:
     """Median ms over `samples` timed iterations rotating through `calls`, and the method used."""
     try:
-        from solbench.policy import TimingPolicy
-        from solbench.timing import Timer
+        from solbench.core.policy import TimingPolicy
+        from solbench.sandbox.timing import Timer
 
         timer = Timer(TimingPolicy(), "cuda")
         timer.warm_up(calls)

@@ -89,7 +89,7 @@ def variants(adapter_cls, sc) -> list[tuple]:
 def wanted(suites, adapters, arch) -> dict[tuple, list[str]]:
     """variant key -> the (adapter, scenario id) pairs that need it."""
     from solbench.baselines import get_adapter_class
-    from solbench.suites import load_suite
+    from solbench.core.suites import load_suite
 
     need: dict[tuple, list[str]] = {}
     for suite in suites:
@@ -181,7 +181,7 @@ def spec_for(key):
     )
     from flashinfer.jit.quantization import gen_quantization_module
 
-    from solbench.inputs import torch_dtype
+    from solbench.supervisor.inputs import torch_dtype
 
     kind = key[0]
     if kind == "packbits":

@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from solbench.model import Status  # noqa: E402
-from solbench.roofline import bounds_for, is_faster_than_light, profile_provenance  # noqa: E402
-from solbench.run_files import load_run  # noqa: E402
-from solbench.scenario import Scenario  # noqa: E402
+from solbench.core.model import Status  # noqa: E402
+from solbench.core.roofline import bounds_for, is_faster_than_light, profile_provenance  # noqa: E402
+from solbench.supervisor.run_files import load_run  # noqa: E402
+from solbench.core.scenario import Scenario  # noqa: E402
 
 
 def rebound(path: Path, dry_run: bool) -> str:

@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solbench.baselines import REGISTRY, get_adapter_class  # noqa: E402
-from solbench.roofline import bounds_for  # noqa: E402
-from solbench.run_files import load_run  # noqa: E402
-from solbench.scenario import Scenario  # noqa: E402
+from solbench.core.roofline import bounds_for  # noqa: E402
+from solbench.supervisor.run_files import load_run  # noqa: E402
+from solbench.core.scenario import Scenario  # noqa: E402
 
 
 def withdrawn(impl: str, scenario: dict, arch: str) -> str:

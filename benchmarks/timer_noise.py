@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from solbench.environment import collect  # noqa: E402
-from solbench.policy import TimingPolicy  # noqa: E402
-from solbench.timing import Timer  # noqa: E402
+from solbench.gpu.environment import collect  # noqa: E402
+from solbench.core.policy import TimingPolicy  # noqa: E402
+from solbench.sandbox.timing import Timer  # noqa: E402
 
 
 def make_ops(copies: int) -> dict:
@@ -62,7 +62,7 @@ def make_ops(copies: int) -> dict:
 
 
 def solbench_timer(cold: bool, samples: int, flush: str = "write"):
-    from solbench.cuda_ops import CudaOps
+    from solbench.gpu.cuda_ops import CudaOps
 
     policy = TimingPolicy(cold_l2=cold)
     notes: list[str] = []

@@ -3,7 +3,7 @@
 Candidate contract (Python): `forward(inp)` writes `inp.out` (in its dtype) and `inp.lse` (fp32,
 natural log, sink excluded, -inf where a row sees nothing) in place. It reads only the tensors a C
 kernel gets (q/k/v, offsets, page table, mask words, sinks, descales) plus the scenario's scalar
-flags; it does not import solbench.reference, so it is an independent check of it.
+flags; it does not import solbench.supervisor.reference, so it is an independent check of it.
 
 Work is one sequence, one KV head (its whole group of query heads) and a chunk of query rows at a
 time, with at most CHUNK_SCORES fp32 scores (4 bytes each) alive per step.

@@ -1,5 +1,5 @@
 import sys
 
-from solbench.cli import main
+from solbench.front.cli import main
 
 sys.exit(main())

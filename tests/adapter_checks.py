@@ -1,8 +1,8 @@
 """Shared by the baseline contract tests: run an adapter once on fresh CPU inputs and judge it."""
 
-from solbench.inputs import make_inputs
-from solbench.reference import reference
-from solbench.verdict import judge
+from solbench.supervisor.inputs import make_inputs
+from solbench.supervisor.reference import reference
+from solbench.supervisor.verdict import judge
 
 
 def run_and_judge(adapter, sc):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solbench.model import ErrorStats, Measurement, Outcome, RunResult, Status
+from solbench.core.model import ErrorStats, Measurement, Outcome, RunResult, Status
 
 GPU = "NVIDIA H200"
 ERROR = ErrorStats(max_abs=1e-3, mean_abs=1e-4, frac_outside_tol=0.0, atol=1e-2, rtol=1e-2)

@@ -94,8 +94,8 @@ def test_header_compiles_as_c_and_cpp(tmp_path, compiler):
 
 def test_params_from_inputs_points_at_the_inputs_own_tensors():
     torch = pytest.importorskip("torch")
-    from solbench.inputs import make_inputs
-    from solbench.scenario import MaskSpec, Scenario
+    from solbench.supervisor.inputs import make_inputs
+    from solbench.core.scenario import MaskSpec, Scenario
 
     sc = Scenario(q_lens=(3, 0, 5), kv_lens=(40, 7, 5), heads_q=4, heads_kv=2, head_dim_qk=16, head_dim_v=8,
                   dtype="fp8_e4m3", descale="per_head", kv_layout="paged", page_size=16, causal=False,
@@ -117,8 +117,8 @@ def test_params_from_inputs_points_at_the_inputs_own_tensors():
 
 def test_params_from_inputs_contiguous_leaves_optional_pointers_null():
     pytest.importorskip("torch")
-    from solbench.inputs import make_inputs
-    from solbench.scenario import Scenario
+    from solbench.supervisor.inputs import make_inputs
+    from solbench.core.scenario import Scenario
 
     inp = make_inputs(Scenario(q_lens=(2,), kv_lens=(9,), heads_q=2, heads_kv=2, head_dim_qk=8, head_dim_v=8))
     p = abi.params_from_inputs(inp)

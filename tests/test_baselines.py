@@ -5,13 +5,13 @@ import re
 
 import pytest
 
-from solbench import cli
+from solbench.front import cli
 from solbench.baselines import REGISTRY, claims, get_adapter, get_adapter_class, resolve_baselines
 from solbench.baselines.base import AdapterBase, Support, sm_of
 from solbench.baselines.coverage import coverage
-from solbench.errors import ConfigError, MissingDependencyError
-from solbench.scenario import MaskSpec, Scenario
-from solbench.suites import load_suite
+from solbench.core.errors import ConfigError, MissingDependencyError
+from solbench.core.scenario import MaskSpec, Scenario
+from solbench.core.suites import load_suite
 
 NAMES = ("fa3", "fa4", "cudnn", "torch-cudnn", "flashinfer-fa2", "flashinfer-fa3", "sdpa-flash", "sdpa-efficient", "flex")
 
@@ -111,7 +111,7 @@ def test_fa3_full_build_claims_what_fa3_fwd_cannot(monkeypatch):
 def test_bind_refuses_what_supports_declines():
     pytest.importorskip("torch")
     from solbench.baselines.base import UnsupportedScenario, device_arch
-    from solbench.inputs import make_inputs
+    from solbench.supervisor.inputs import make_inputs
 
     assert device_arch("cpu") is None
     scenario = sc(softcap=30.0)

@@ -2,7 +2,7 @@
 
 For every library the test writes the library's own visibility rule (from its source or reference
 implementation) and checks that, fed the converted arguments, it sees exactly solbench's keys
-(solbench.masks.row_intervals). This is where off-by-one window bugs would show.
+(solbench.core.masks.row_intervals). This is where off-by-one window bugs would show.
 """
 
 import itertools
@@ -10,9 +10,9 @@ import itertools
 import numpy as np
 import pytest
 
-from solbench import masks
+from solbench.core import masks
 from solbench.baselines import cudnn, fa3, fa4, flashinfer
-from solbench.scenario import MaskSpec, Scenario
+from solbench.core.scenario import MaskSpec, Scenario
 
 LENGTHS = [(1, 1), (4, 4), (3, 9), (1, 17), (9, 3), (5, 5)]
 STRUCTURES = [
@@ -168,7 +168,7 @@ FLEX_CASES = [
 def test_flex_mask_mod_matches_reference_visibility(kw):
     torch = pytest.importorskip("torch")
     from solbench.baselines import flex
-    from solbench.inputs import make_inputs
+    from solbench.supervisor.inputs import make_inputs
 
     kw = dict(kw)
     kw.setdefault("heads_q", 2)
@@ -218,7 +218,7 @@ def test_flashinfer_per_head_rows_round_trip():
 def test_flashinfer_page_metadata():
     pytest.importorskip("torch")
     from solbench.baselines.layout import flashinfer_pages
-    from solbench.inputs import make_inputs
+    from solbench.supervisor.inputs import make_inputs
 
     sc = Scenario(q_lens=(1, 1, 1), kv_lens=(17, 8, 64), heads_q=4, heads_kv=2, regime="decode",
                   kv_layout="paged", page_size=8)

@@ -12,12 +12,12 @@ import pytest
 torch = pytest.importorskip("torch")
 from solbench.baselines import flex  # noqa: E402
 from solbench.baselines.torch_sdpa import EfficientAdapter, FlashAdapter  # noqa: E402
-from solbench.inputs import make_inputs  # noqa: E402
-from solbench.model import Status  # noqa: E402
-from solbench.reference import reference  # noqa: E402
-from solbench.scenario import MaskSpec, Scenario  # noqa: E402
-from solbench.suites import load_suite  # noqa: E402
-from solbench.verdict import judge  # noqa: E402
+from solbench.supervisor.inputs import make_inputs  # noqa: E402
+from solbench.core.model import Status  # noqa: E402
+from solbench.supervisor.reference import reference  # noqa: E402
+from solbench.core.scenario import MaskSpec, Scenario  # noqa: E402
+from solbench.core.suites import load_suite  # noqa: E402
+from solbench.supervisor.verdict import judge  # noqa: E402
 
 
 class MathAdapter(EfficientAdapter):

@@ -18,8 +18,8 @@ from adapter_checks import run_and_judge
 
 torch = pytest.importorskip("torch")
 from solbench.baselines import cudnn as adapter_module  # noqa: E402
-from solbench.model import Status  # noqa: E402
-from solbench.suites import load_suite  # noqa: E402
+from solbench.core.model import Status  # noqa: E402
+from solbench.core.suites import load_suite  # noqa: E402
 
 
 class T:
@@ -158,9 +158,9 @@ def test_cudnn_graph_reads_and_writes_what_cudnn_would(sc, fake_cudnn):
 def test_one_graph_per_scenario_serves_every_input_set(fake_cudnn, monkeypatch):
     """The runner binds the check inputs and every rotated copy: the graph is built once per scenario and
     each bind executes on its own buffers."""
-    from solbench.inputs import make_inputs
-    from solbench.reference import reference
-    from solbench.verdict import judge
+    from solbench.supervisor.inputs import make_inputs
+    from solbench.supervisor.reference import reference
+    from solbench.supervisor.verdict import judge
 
     built = []
     monkeypatch.setattr(fake_cudnn, "pygraph", lambda **kw: built.append(Graph(**kw)) or built[-1])

@@ -16,8 +16,8 @@ from adapter_checks import run_and_judge
 
 torch = pytest.importorskip("torch")
 from solbench.baselines import fa3, fa4  # noqa: E402
-from solbench.model import Status  # noqa: E402
-from solbench.suites import load_suite  # noqa: E402
+from solbench.core.model import Status  # noqa: E402
+from solbench.core.suites import load_suite  # noqa: E402
 
 
 def fa_contract(q, k, v, out, *, cu_seqlens_q=None, cu_seqlens_k=None, seqused_k=None, page_table=None,

@@ -16,9 +16,9 @@ from adapter_checks import run_and_judge
 
 torch = pytest.importorskip("torch")
 from solbench.baselines import flashinfer as fi  # noqa: E402
-from solbench.model import Status  # noqa: E402
-from solbench.scenario import MaskSpec, Scenario  # noqa: E402
-from solbench.suites import load_suite  # noqa: E402
+from solbench.core.model import Status  # noqa: E402
+from solbench.core.scenario import MaskSpec, Scenario  # noqa: E402
+from solbench.core.suites import load_suite  # noqa: E402
 
 CALLS = []
 

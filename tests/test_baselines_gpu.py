@@ -1,7 +1,7 @@
 """Every available baseline against the fp32 reference on every scenario it claims (GPU tier).
 
 For each installed baseline: every supported scenario of the `smoke` and `edge` suites plus a few small
-scenarios per feature go through bind() -> poison -> call() -> solbench.verdict.judge, exactly as the
+scenarios per feature go through bind() -> poison -> call() -> solbench.supervisor.verdict.judge, exactly as the
 runner checks a comparator. Zero mismatches is the bar: a failure means the adapter's conversion or its
 supports() claim is wrong, and the fix is in whichever of the two is. Skipped without CUDA, and per
 baseline when its library is missing.
@@ -19,12 +19,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from solbench.baselines import REGISTRY, get_adapter_class  # noqa: E402
-from solbench.inputs import make_inputs  # noqa: E402
-from solbench.model import Status  # noqa: E402
-from solbench.reference import reference  # noqa: E402
-from solbench.scenario import MaskSpec, Scenario  # noqa: E402
-from solbench.suites import load_suite  # noqa: E402
-from solbench.verdict import judge  # noqa: E402
+from solbench.supervisor.inputs import make_inputs  # noqa: E402
+from solbench.core.model import Status  # noqa: E402
+from solbench.supervisor.reference import reference  # noqa: E402
+from solbench.core.scenario import MaskSpec, Scenario  # noqa: E402
+from solbench.core.suites import load_suite  # noqa: E402
+from solbench.supervisor.verdict import judge  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 
@@ -73,7 +73,7 @@ def _cases():
 
 @pytest.fixture(scope="module")
 def arch():
-    from solbench.runner import gpu_arch
+    from solbench.supervisor.runner import gpu_arch
 
     return gpu_arch()
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from solbench.binary_check import FORBIDDEN_LIBRARIES, check_binary, demangle, inspect_binary
-from solbench.build import build
-from solbench.errors import BuildError, ConfigError
+from solbench.build.binary_check import FORBIDDEN_LIBRARIES, check_binary, demangle, inspect_binary
+from solbench.build.nvcc import build
+from solbench.core.errors import BuildError, ConfigError
 
 DATA = Path(__file__).parent / "data"
 CUDA_LIB = Path("/usr/local/cuda/lib64")
@@ -133,7 +133,7 @@ def test_missing_file_is_a_build_error(tmp_path):
 def test_missing_tools_are_reported_not_hidden(tmp_path, monkeypatch):
     so = tmp_path / "empty.so"
     so.write_bytes(b"\x7fELF not really")
-    monkeypatch.setattr("solbench.binary_check.shutil.which", lambda name: None)
+    monkeypatch.setattr("solbench.build.binary_check.shutil.which", lambda name: None)
     report = inspect_binary(so)
     assert set(report.missing_tools) == {"readelf", "nm", "cuobjdump"}
     assert report.inspections == ("embedded-name scan",)

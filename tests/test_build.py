@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from solbench import build as build_mod
-from solbench.binary_check import check_binary
-from solbench.build import BuildResult, build, compile_error_message, local_headers, parse_ptxas, resolve_arch
-from solbench.cli import main
-from solbench.errors import BuildError, ConfigError
+from solbench.build import nvcc as build_mod
+from solbench.build.binary_check import check_binary
+from solbench.build.nvcc import BuildResult, build, compile_error_message, local_headers, parse_ptxas, resolve_arch
+from solbench.front.cli import main
+from solbench.core.errors import BuildError, ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "reference_kernels" / "seed_attention.cu"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from solbench import calibrate as cal
-from solbench import cli
-from solbench import archspec
-from solbench.archspec import MeasuredProfile, load_arch, load_profile
-from solbench.errors import ConfigError
+from solbench.gpu import calibrate as cal
+from solbench.front import cli
+from solbench.core import archspec
+from solbench.core.archspec import MeasuredProfile, load_arch, load_profile
+from solbench.core.errors import ConfigError
 
 
 def test_detect_arch():
@@ -156,8 +156,8 @@ def test_matmul_rates_wiring_keeps_the_telemetry_of_the_burst_that_set_the_ceili
         def summary(self):
             return {"available": True, "sampler": self.n}
 
-    import solbench.telemetry
-    monkeypatch.setattr(solbench.telemetry, "TelemetrySampler", FakeSampler)
+    import solbench.gpu.telemetry
+    monkeypatch.setattr(solbench.gpu.telemetry, "TelemetrySampler", FakeSampler)
     rates = cal.matmul_rates("bf16", 8192, samples=7, bursts=3)
     assert rates.ceiling_tflops == pytest.approx(tflops(1.5))  # rank 11 of 12 is a 1.5 ms call
     assert rates.sustained_tflops == pytest.approx(tflops(2.2))

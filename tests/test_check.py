@@ -1,4 +1,4 @@
-"""solbench.check and `solbench check`: each clause fails for the right reason, and only then."""
+"""solbench.report.check and `solbench check`: each clause fails for the right reason, and only then."""
 
 import json
 
@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import synthetic_runs as syn
-from solbench import cli, run_files
-from solbench.check import Criteria, Incomparable, Verdict, evaluate, render_lines
-from solbench.errors import ConfigError
+from solbench.front import cli
+from solbench.supervisor import run_files
+from solbench.report.check import Criteria, Incomparable, Verdict, evaluate, render_lines
+from solbench.core.errors import ConfigError
 
 
 def write(tmp_path, result, name):
@@ -229,7 +230,7 @@ def test_help_names_every_option(capsys):
 def test_report_score_line_says_how_much_of_an_incomplete_run_is_missing():
     from dataclasses import replace
 
-    from solbench.report import score_line, scores
+    from solbench.report.tables import score_line, scores
 
     rng = np.random.default_rng(0)
     result = syn.run([syn.outcome(s, rng) for s in syn.scenario_ids(2)], scenario_count=5)

@@ -12,8 +12,8 @@ import types
 import pytest
 import torch
 
-from solbench import cudart
-from solbench.cuda_ops import CudaOps
+from solbench.gpu import cudart
+from solbench.gpu.cuda_ops import CudaOps
 
 L2 = 50 << 20
 CYCLES_PER_MS = 1.98e6
@@ -211,8 +211,8 @@ def test_runtime_load_on_a_machine_without_cuda_says_why():
 
 
 def test_timer_drives_cuda_ops_end_to_end(fake):
-    from solbench.policy import TimingPolicy
-    from solbench.timing import Timer
+    from solbench.core.policy import TimingPolicy
+    from solbench.sandbox.timing import Timer
 
     ft = fake(FakeRuntime())
     timer = Timer(TimingPolicy(warmup_ms=1.0), "cuda")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from solbench import __version__
-from solbench.environment import DISTRIBUTIONS, collect, cuda_version_string, parse_nvcc_version
+from solbench.gpu.environment import DISTRIBUTIONS, collect, cuda_version_string, parse_nvcc_version
 
 try:
     import torch

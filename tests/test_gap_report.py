@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from solbench.cli import main
-from solbench.gap_report import gap_rows, timed_points
-from solbench.runner import load_result
+from solbench.front.cli import main
+from solbench.report.gap_report import gap_rows, timed_points
+from solbench.supervisor.runner import load_result
 
 REFERENCE = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200-seed" / "real.json"
 
@@ -38,8 +38,8 @@ def test_report_writes_markdown_html_and_charts(tmp_path, capsys):
 
 
 def test_coverage_section_counts_comparators():
-    from solbench.model import Outcome, RunResult
-    from solbench.report import render_coverage
+    from solbench.core.model import Outcome, RunResult
+    from solbench.report.tables import render_coverage
 
     result = load_result(REFERENCE)
     o = result.outcomes[0]

@@ -1,12 +1,12 @@
-"""solbench.inputs: deterministic per (scenario, trial), fresh per trial, laid out as documented."""
+"""solbench.supervisor.inputs: deterministic per (scenario, trial), fresh per trial, laid out as documented."""
 
 import numpy as np
 import pytest
 import torch
 
-from solbench import masks
-from solbench.inputs import LOGIT_STD, SINK_OFFSET, make_inputs, poisoned
-from solbench.scenario import MaskSpec, Scenario
+from solbench.core import masks
+from solbench.supervisor.inputs import LOGIT_STD, SINK_OFFSET, make_inputs, poisoned
+from solbench.core.scenario import MaskSpec, Scenario
 
 TENSORS = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_kv", "kv_lens", "page_table", "sinks", "mask_bits",
            "q_descale", "k_descale", "v_descale", "out", "lse")

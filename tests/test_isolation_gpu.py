@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-from solbench.model import Status  # noqa: E402
-from solbench.policy import QUICK  # noqa: E402
-from solbench.runner import RunConfig, run  # noqa: E402
+from solbench.core.model import Status  # noqa: E402
+from solbench.core.policy import QUICK  # noqa: E402
+from solbench.supervisor.runner import RunConfig, run  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 KERNEL = Path(__file__).resolve().parents[1] / "reference_kernels" / "adversarial" / "fault_on_one.cu"

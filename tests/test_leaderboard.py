@@ -12,14 +12,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from solbench import __version__, cli
-from solbench.errors import ConfigError
+from solbench import __version__
+from solbench.front import cli
+from solbench.core.errors import ConfigError
 from solbench.leaderboard.entry import Entry
 from solbench.leaderboard.rank import build_boards, choose_baseline_run, denominators
 from solbench.leaderboard.store import Store
-from solbench.model import ErrorStats, Measurement, Outcome, RunResult, Status
-from solbench.roofline import bound, load_arch
-from solbench.suites import load_suite
+from solbench.core.model import ErrorStats, Measurement, Outcome, RunResult, Status
+from solbench.core.roofline import bound, load_arch
+from solbench.core.suites import load_suite
 
 SUITE = load_suite("smoke")
 IDS = [sc.id for sc in SUITE.scenarios]

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from solbench import abi
-from solbench.errors import LoadError
-from solbench.loader import CuKernel, KernelCallError, load
+from solbench.core.errors import LoadError
+from solbench.sandbox.loader import CuKernel, KernelCallError, load
 
 torch = pytest.importorskip("torch")
-from solbench.inputs import make_inputs, poisoned  # noqa: E402  (needs torch)
-from solbench.scenario import MaskSpec, Scenario  # noqa: E402
+from solbench.supervisor.inputs import make_inputs, poisoned  # noqa: E402  (needs torch)
+from solbench.core.scenario import MaskSpec, Scenario  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 ROOT = DATA.parents[1]
@@ -127,7 +127,7 @@ def test_nonzero_return_raises_with_the_code(fake):
 @needs_nvcc
 def test_nvcc_built_writes_nothing_loads_and_leaves_the_poison(tmp_path):
     """The adversarial kernel makes no CUDA call, so it can run on CPU tensors: its outputs stay poisoned."""
-    from solbench.build import build
+    from solbench.build.nvcc import build
 
     so = build(ROOT / "reference_kernels" / "adversarial" / "writes_nothing.cu", "rtx3080", cache_dir=tmp_path).so_path
     kernel = load(so)

@@ -1,12 +1,12 @@
-"""solbench.masks against brute force written from the scenario semantics."""
+"""solbench.core.masks against brute force written from the scenario semantics."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from solbench import masks
-from solbench.scenario import MaskSpec, Scenario
+from solbench.core import masks
+from solbench.core.scenario import MaskSpec, Scenario
 
 
 def visible(sc: Scenario, b: int, i: int, j: int) -> bool:

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from solbench import plots
-from solbench.roofline import MeasuredProfile, bound, load_arch
-from solbench.scenario import Scenario
+from solbench.report import plots
+from solbench.core.roofline import MeasuredProfile, bound, load_arch
+from solbench.core.scenario import Scenario
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -98,5 +98,5 @@ def test_sol_bar_chart_with_nothing(tmp_path):
 
 
 def test_import_is_lazy():
-    code = "import sys, solbench.plots; print('matplotlib' in sys.modules)"
+    code = "import sys, solbench.report.plots; print('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from solbench.baselines import flashinfer as fi
-from solbench.scenario import MaskSpec, Scenario
+from solbench.core.scenario import MaskSpec, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("prebuild_flashinfer", ROOT / "benchmarks" / "prebuild_flashinfer.py")

@@ -1,6 +1,6 @@
 """The pytest plugin, driven through pytester with a fake runner (synthetic samples, fixed seeds).
 
-The fake replaces solbench.runner.run; everything else (suite loading, collection, verdicts, re-measuring,
+The fake replaces solbench.supervisor.runner.run; everything else (suite loading, collection, verdicts, re-measuring,
 summary, pytest-benchmark storage) is the real code. Tests with the real runner on CPU live in
 tests/test_pytest_plugin_cpu.py.
 """
@@ -16,10 +16,11 @@ import pytest
 import synthetic_runs as syn
 # Imported here, before pytester snapshots sys.modules: a C extension (numpy.fft under scipy) first
 # imported inside an in-process run would be dropped afterwards and could not be imported again.
-import solbench.check  # noqa: F401
-from solbench import cli, runner
-from solbench.pytest_xdist_guard import shared_devices_problem, worker_devices
-from solbench.suites import load_suite
+import solbench.report.check  # noqa: F401
+from solbench.front import cli
+from solbench.supervisor import runner
+from solbench.front.pytest_xdist_guard import shared_devices_problem, worker_devices
+from solbench.core.suites import load_suite
 
 pytest_plugins = ["pytester"]
 
@@ -30,7 +31,7 @@ IDS = [s.id for s in SMOKE.scenarios]
 def plugin_args() -> list[str]:
     """Load the plugin explicitly unless the installed entry point already does."""
     installed = any(ep.name == "solbench" for ep in entry_points(group="pytest11"))
-    return [] if installed else ["-p", "solbench.pytest_plugin"]
+    return [] if installed else ["-p", "solbench.front.pytest_plugin"]
 
 
 def median_ms(sid: str) -> float:
@@ -38,7 +39,7 @@ def median_ms(sid: str) -> float:
 
 
 class FakeRunner:
-    """Stands in for solbench.runner.run: per call, per scenario, syn.outcome keyword arguments."""
+    """Stands in for solbench.supervisor.runner.run: per call, per scenario, syn.outcome keyword arguments."""
 
     def __init__(self, behave=None):
         self.behave = behave or (lambda sid, call: {})
@@ -200,7 +201,7 @@ def test_fixture_runs_and_judges(pytester, fake):
 
 
 def test_runner_error_fails_each_item_with_one_line(pytester, monkeypatch):
-    from solbench.errors import LoadError
+    from solbench.core.errors import LoadError
 
     def broken(config, on_outcome=None):
         raise LoadError("kernel.py: no forward(inputs) function")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import solbench.check  # noqa: F401  (before pytester snapshots sys.modules; see test_pytest_plugin.py)
-from solbench import cli
+import solbench.report.check  # noqa: F401  (before pytester snapshots sys.modules; see test_pytest_plugin.py)
+from solbench.front import cli
 from test_pytest_plugin import plugin_args
 
 pytest_plugins = ["pytester"]

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from solbench.inputs import make_inputs, poisoned
-from solbench.reference import reference
-from solbench.scenario import MaskSpec, Scenario
+from solbench.supervisor.inputs import make_inputs, poisoned
+from solbench.supervisor.reference import reference
+from solbench.core.scenario import MaskSpec, Scenario
 
 KERNELS = Path(__file__).resolve().parents[1] / "reference_kernels"
 

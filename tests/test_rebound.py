@@ -5,9 +5,9 @@ import importlib.util
 import json
 from pathlib import Path
 
-from solbench.model import ErrorStats, Measurement, Outcome, RunResult, Status
-from solbench.roofline import bounds_for, profile_provenance
-from solbench.suites import load_suite
+from solbench.core.model import ErrorStats, Measurement, Outcome, RunResult, Status
+from solbench.core.roofline import bounds_for, profile_provenance
+from solbench.core.suites import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("rebound_recorded", ROOT / "benchmarks" / "rebound_recorded.py")

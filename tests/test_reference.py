@@ -8,10 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from solbench import masks
-from solbench.inputs import make_inputs
-from solbench.reference import reference
-from solbench.scenario import MaskSpec, Scenario
+from solbench.core import masks
+from solbench.supervisor.inputs import make_inputs
+from solbench.supervisor.reference import reference
+from solbench.core.scenario import MaskSpec, Scenario
 
 
 def small(**kw) -> Scenario:
@@ -300,7 +300,7 @@ def sampled_rows(sc, per_seq=12):
 
 @pytest.mark.parametrize("suite_name", ["smoke", "edge"])
 def test_reference_matches_brute_force_on_every_smoke_and_edge_scenario(suite_name):
-    from solbench.suites import load_suite
+    from solbench.core.suites import load_suite
 
     for sc in load_suite(suite_name).scenarios:
         inp = make_inputs(sc, trial=0)

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solbench import masks
-from solbench.errors import ConfigError
-from solbench.roofline import (
+from solbench.core import masks
+from solbench.core.errors import ConfigError
+from solbench.core.roofline import (
     ArchSpec,
     MeasuredProfile,
     bound,
@@ -22,7 +22,7 @@ from solbench.roofline import (
     sol_fraction,
     traffic,
 )
-from solbench.scenario import MaskSpec, Scenario
+from solbench.core.scenario import MaskSpec, Scenario
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -282,7 +282,7 @@ def test_spec_without_source_is_rejected(tmp_path):
 
 
 def test_profile_toml_round_trip(tmp_path, monkeypatch):
-    from solbench.archspec import find_profile, profile_path
+    from solbench.core.archspec import find_profile, profile_path
 
     monkeypatch.setenv("SOLBENCH_ROOFLINE_DIR", str(tmp_path))
     assert find_profile("h200") is None
@@ -317,7 +317,7 @@ def test_non_editable_install_finds_the_specs(tmp_path):
     wheel = next((tmp_path / "dist").glob("solbench-*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(tmp_path / "site"),
                     str(wheel)], check=True, **run)
-    code = ("import solbench.roofline as r; assert 'site' in r.__file__, r.__file__; "
+    code = ("import solbench.core.roofline as r; assert 'site' in r.__file__, r.__file__; "
             "print(','.join(r.load_arch(a).name for a in r.known_arches()))")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site")},
                          check=True, **run)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from solbench import cli
-from solbench.roofline import MeasuredProfile, bound, load_arch
-from solbench.scenario import Scenario
+from solbench.front import cli
+from solbench.core.roofline import MeasuredProfile, bound, load_arch
+from solbench.core.scenario import Scenario
 
 SCENARIOS = (
     Scenario(q_lens=(4096,), kv_lens=(4096,), heads_q=16, heads_kv=16),
@@ -30,7 +30,7 @@ class FakeSuite:
 
 @pytest.fixture
 def fake_suite(monkeypatch):
-    import solbench.suites
+    import solbench.core.suites
 
     seen = []
 
@@ -38,7 +38,7 @@ def fake_suite(monkeypatch):
         seen.append(name)
         return FakeSuite(name, SCENARIOS)
 
-    monkeypatch.setattr(solbench.suites, "load_suite", load_suite)
+    monkeypatch.setattr(solbench.core.suites, "load_suite", load_suite)
     return seen
 
 
@@ -99,7 +99,7 @@ def test_measured(fake_suite, capsys, tmp_path, monkeypatch):
 
 
 def test_real_blackwell_suite(capsys):
-    suites = pytest.importorskip("solbench.suites")
+    suites = pytest.importorskip("solbench.core.suites")
     if "blackwell" not in suites.available_suites():
         pytest.skip("no blackwell suite")
     assert cli.main(["roofline", "--arch", "b200", "--suite", "blackwell", "--json"]) == 0

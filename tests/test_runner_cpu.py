@@ -5,11 +5,11 @@ from dataclasses import replace
 
 import pytest
 
-from solbench.cli import main
-from solbench.model import Status
-from solbench.policy import QUICK
-from solbench.errors import ConfigError
-from solbench.runner import RunConfig, errored, load_result, run
+from solbench.front.cli import main
+from solbench.core.model import Status
+from solbench.core.policy import QUICK
+from solbench.core.errors import ConfigError
+from solbench.supervisor.runner import RunConfig, errored, load_result, run
 
 GOOD = "reference_kernels/torch_attention.py"
 WRONG = "reference_kernels/torch_attention_wrong_window.py"
@@ -90,14 +90,14 @@ def test_retry_errors_evaluates_only_the_errored_scenarios_again_in_suite_order(
 
 
 def test_input_copies_shrink_when_device_memory_is_short(tmp_path, monkeypatch):
-    from solbench import evaluate
+    from solbench.supervisor import evaluate
 
     monkeypatch.setattr(evaluate, "_device_bytes", lambda device: 1)  # nothing fits: one copy, workers released
     policy = replace(QUICK, rotate_inputs=3)
     result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=policy, out_dir=tmp_path, max_scenarios=3))
     assert [o.status for o in result.outcomes] == [Status.PASSED] * 3
     assert [o.input_copies for o in result.outcomes] == [1, 1, 1]
-    from solbench.report import render_summary, summary_dict
+    from solbench.report.tables import render_summary, summary_dict
 
     assert "timed on fewer than the policy's 3 input copies (device memory): 3 scenario(s)" in render_summary(result)
     assert summary_dict(result)["fewer_input_copies"] == [o.scenario_id for o in result.outcomes]
@@ -112,8 +112,8 @@ def test_retry_errors_needs_resume(tmp_path):
 
 
 def test_what_retry_errors_retries():
-    from solbench.model import Outcome
-    from solbench.scenario import Scenario
+    from solbench.core.model import Outcome
+    from solbench.core.scenario import Scenario
 
     sc = Scenario(q_lens=(4,), kv_lens=(4,), heads_q=2, heads_kv=2, head_dim_qk=8, head_dim_v=8).to_dict()
     base = dict(scenario_id="x", scenario=sc, status=Status.MISMATCH, reason="wrong")
@@ -222,7 +222,7 @@ def test_skipping_work_on_timed_calls_is_caught(tmp_path):
 def test_patching_the_harness_is_tampering(tmp_path):
     result = run(RunConfig(candidate="tests/data/candidates/patches_timer.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=2))
-    assert all(o.status is Status.TAMPERED and "solbench.timing.Timer.take" in o.reason for o in result.outcomes)
+    assert all(o.status is Status.TAMPERED and "solbench.sandbox.timing.Timer.take" in o.reason for o in result.outcomes)
 
 
 def test_modifying_inputs_is_a_mismatch(tmp_path):
@@ -232,9 +232,9 @@ def test_modifying_inputs_is_a_mismatch(tmp_path):
 
 
 def test_policy_overrides_replace_named_fields_and_reject_unknown_ones():
-    from solbench.errors import ConfigError
-    from solbench.options import policy_value
-    from solbench.policy import QUICK, TimingPolicy
+    from solbench.core.errors import ConfigError
+    from solbench.core.options import policy_value
+    from solbench.core.policy import QUICK, TimingPolicy
 
     p = policy_value(False, "warmup_ms=30, launcher_budget_ms=50,launcher_ab=false,min_rounds=3")
     assert (p.warmup_ms, p.launcher_budget_ms, p.launcher_ab, p.min_rounds) == (30.0, 50.0, False, 3)
@@ -254,10 +254,10 @@ def _raising_module(tmp_path):
 
 @pytest.mark.parametrize("name, kept", [("seed", True), ("fa3", True), ("candidate", False)])
 def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, kept):
-    from solbench.impls import ImplSpec
-    from solbench.policy import QUICK
-    from solbench.suites import load_suite
-    from solbench.worker import Worker, WorkerFailure
+    from solbench.sandbox.impls import ImplSpec
+    from solbench.core.policy import QUICK
+    from solbench.core.suites import load_suite
+    from solbench.sandbox.worker import Worker, WorkerFailure
 
     sc = load_suite("smoke").scenarios[0]
     worker = Worker(ImplSpec(name, "python", _raising_module(tmp_path)), "cpu", QUICK, tmp_path / "w.log")
@@ -273,8 +273,8 @@ def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, k
 
 
 def test_compiling_baselines_get_a_setup_allowance_and_others_none():
-    from solbench.impls import ImplSpec
-    from solbench.runner import _setup_s
+    from solbench.sandbox.impls import ImplSpec
+    from solbench.supervisor.runner import _setup_s
 
     assert _setup_s(ImplSpec("flashinfer-fa3", "baseline", "flashinfer-fa3")) >= 300
     assert _setup_s(ImplSpec("flex", "baseline", "flex")) >= 300
@@ -283,10 +283,10 @@ def test_compiling_baselines_get_a_setup_allowance_and_others_none():
 
 
 def test_prepare_waits_for_the_setup_allowance_and_the_check_does_not():
-    from solbench.evaluate import _check
-    from solbench.policy import QUICK
-    from solbench.suites import load_suite
-    from solbench.worker import WorkerFailure
+    from solbench.supervisor.evaluate import _check
+    from solbench.core.policy import QUICK
+    from solbench.core.suites import load_suite
+    from solbench.sandbox.worker import WorkerFailure
 
     class Recorder:
         setup_s = 500.0
@@ -309,7 +309,7 @@ def test_prepare_waits_for_the_setup_allowance_and_the_check_does_not():
 
 
 def test_resume_refuses_another_set_of_implementations(tmp_path):
-    from solbench.errors import ConfigError
+    from solbench.core.errors import ConfigError
 
     run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=1, seed=None))
     with pytest.raises(ConfigError, match="set of implementations"):
@@ -344,9 +344,9 @@ def test_rounds_alternate_order_so_a_position_bias_cancels_in_the_ratios():
     would be 0.99 and the CI would exclude 1; alternating the order leaves the pair geomean at 1."""
     from dataclasses import replace as dc_replace
 
-    from solbench.evaluate import _time_interleaved, round_order
-    from solbench.policy import QUICK
-    from solbench.stats import geomean_ci
+    from solbench.supervisor.evaluate import _time_interleaved, round_order
+    from solbench.core.policy import QUICK
+    from solbench.core.stats import geomean_ci
 
     assert round_order(["candidate", "seed", "fa3"], 0) == ["candidate", "seed", "fa3"]
     assert round_order(["candidate", "seed", "fa3"], 1) == ["fa3", "seed", "candidate"]

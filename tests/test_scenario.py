@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from solbench.errors import ScenarioError
-from solbench.scenario import MaskSpec, Scenario
-from solbench.suites import available_suites, load_suite
+from solbench.core.errors import ScenarioError
+from solbench.core.scenario import MaskSpec, Scenario
+from solbench.core.suites import available_suites, load_suite
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "scenario_ids.txt"
 

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-from solbench.inputs import make_inputs, poisoned  # noqa: E402
-from solbench.loader import load  # noqa: E402
-from solbench.model import Status  # noqa: E402
-from solbench.reference import reference  # noqa: E402
-from solbench.scenario import MaskSpec, Scenario  # noqa: E402
-from solbench.verdict import judge  # noqa: E402
+from solbench.supervisor.inputs import make_inputs, poisoned  # noqa: E402
+from solbench.sandbox.loader import load  # noqa: E402
+from solbench.core.model import Status  # noqa: E402
+from solbench.supervisor.reference import reference  # noqa: E402
+from solbench.core.scenario import MaskSpec, Scenario  # noqa: E402
+from solbench.supervisor.verdict import judge  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "reference_kernels"
@@ -128,7 +128,7 @@ def test_wrong_scale_emulated_on_cpu_is_a_mismatch(tmp_path):
 @needs_nvcc
 def test_segfault_kills_only_the_process_that_calls_it(tmp_path):
     """segfault.cu dies in host code (no GPU needed): a worker running it must die with SIGSEGV."""
-    from solbench.build import build
+    from solbench.build.nvcc import build
 
     so = build(KERNELS / "adversarial" / "segfault.cu", "rtx3080", cache_dir=tmp_path).so_path
     code = _child_script(so, "cpu")
@@ -138,8 +138,8 @@ def test_segfault_kills_only_the_process_that_calls_it(tmp_path):
 
 def _child_script(so: Path, device: str, sync: bool = False) -> str:
     return (
-        "from solbench.inputs import make_inputs; from solbench.loader import load; "
-        "from solbench.scenario import Scenario; import torch; "
+        "from solbench.supervisor.inputs import make_inputs; from solbench.sandbox.loader import load; "
+        "from solbench.core.scenario import Scenario; import torch; "
         f"inp = make_inputs(Scenario(q_lens=(8,), kv_lens=(8,), heads_q=2, heads_kv=1, head_dim_qk=64, head_dim_v=64), device={device!r}); "
         f"load({str(so)!r}).bind(inp)(); "
         + ("torch.cuda.synchronize(); " if sync else "")
@@ -151,7 +151,7 @@ def _child_script(so: Path, device: str, sync: bool = False) -> str:
 
 @pytest.fixture(scope="module")
 def gpu_build(tmp_path_factory):
-    from solbench.build import build
+    from solbench.build.nvcc import build
 
     cache = tmp_path_factory.mktemp("gpu-build")
     return lambda rel: build(KERNELS / rel, "auto", cache_dir=cache).so_path

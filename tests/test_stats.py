@@ -1,11 +1,11 @@
-"""solbench.stats: known values, coverage by simulation, log-space stability, determinism."""
+"""solbench.core.stats: known values, coverage by simulation, log-space stability, determinism."""
 
 import math
 
 import numpy as np
 import pytest
 
-from solbench import stats
+from solbench.core import stats
 
 
 def test_median_and_iqr_known_values():

@@ -2,8 +2,8 @@
 
 import pytest
 
-from solbench.errors import ConfigError, ScenarioError
-from solbench.suites import expand_lengths, load_suite
+from solbench.core.errors import ConfigError, ScenarioError
+from solbench.core.suites import expand_lengths, load_suite
 
 EXPECTED = {"hopper": 182, "blackwell": 182, "fa3-h2h": 26, "rtx3080-mask": 15, "avo": 24, "real": 24,
             "edge": 21, "smoke": 10}

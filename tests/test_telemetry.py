@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from solbench.telemetry import BENIGN, TelemetrySampler, decode_reasons, throttle_reasons
+from solbench.gpu.telemetry import BENIGN, TelemetrySampler, decode_reasons, throttle_reasons
 
 try:
     import torch

@@ -6,9 +6,9 @@ import types
 
 import pytest
 
-from solbench.errors import ConfigError
-from solbench.policy import TimingPolicy
-from solbench.timing import HOST_GAP, PERSISTING_L2, LauncherSplit, Sample, Timer, cover_for, host_gap
+from solbench.core.errors import ConfigError
+from solbench.core.policy import TimingPolicy
+from solbench.sandbox.timing import HOST_GAP, PERSISTING_L2, LauncherSplit, Sample, Timer, cover_for, host_gap
 
 try:
     import torch
@@ -394,7 +394,7 @@ def test_gpu_graph_device_time_not_above_eager_host_path():
 
 
 def test_input_copies_shrink_to_fit_device_memory_and_never_below_one():
-    from solbench.evaluate import input_copies
+    from solbench.supervisor.evaluate import input_copies
 
     policy = TimingPolicy(rotate_inputs=4)
     gib = 1 << 30

@@ -2,9 +2,9 @@
 
 import torch
 
-from solbench.inputs import fill_poison
-from solbench.model import ErrorStats, Status
-from solbench.verdict import TOLERANCES, judge
+from solbench.supervisor.inputs import fill_poison
+from solbench.core.model import ErrorStats, Status
+from solbench.supervisor.verdict import TOLERANCES, judge
 
 
 def ref_pair(rows=64, heads=4, dim=32, seed=0):

@@ -13,7 +13,7 @@
  *
  * ---------------------------------------------------------------------------------------------
  * TENSORS (all device pointers, at least 16-byte aligned, dense, row-major; element strides are
- * implied by these shapes -- they are exactly the tensors of solbench/inputs.py):
+ * implied by these shapes -- they are exactly the tensors of solbench/supervisor/inputs.py):
  *
  *   q            [total_q, heads_q, head_dim_qk]          dtype
  *   k            contiguous: [total_kv, heads_kv, head_dim_qk]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from solbench.errors import ConfigError, MissingDependencyError
+from solbench.core.errors import ConfigError, MissingDependencyError
 
 REGISTRY: dict[str, str] = {
     "fa3": "solbench.baselines.fa3:Adapter",

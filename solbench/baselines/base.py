@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
-from solbench.scenario import Scenario
+from solbench.core.scenario import Scenario
 
 LN2 = math.log(2.0)
 
@@ -70,7 +70,7 @@ def has_empty_rows(sc: Scenario) -> bool:
     """Some query row sees no key: kv_len 0, more queries than keys under causal, or an
     'iid_empty_rows' bitmask. Libraries differ on what they write there (NaN, +inf LSE), so adapters
     that are not known to write 0 / -inf decline these scenarios."""
-    from solbench import masks
+    from solbench.core import masks
 
     if sc.mask is not None and sc.mask.pattern == "iid_empty_rows":
         return True

@@ -77,10 +77,10 @@ class CoverageTable:
 
 
 def coverage(suite, arch: str, names=None) -> CoverageTable:
-    """Coverage of `suite` (a Suite, or a name for solbench.suites.load_suite) on `arch` by `names`
+    """Coverage of `suite` (a Suite, or a name for solbench.core.suites.load_suite) on `arch` by `names`
     (default: every registered baseline, installed or not)."""
     from solbench.baselines import REGISTRY, get_adapter_class
-    from solbench.suites import load_suite
+    from solbench.core.suites import load_suite
 
     if isinstance(suite, str):
         suite = load_suite(suite)

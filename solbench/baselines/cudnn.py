@@ -22,7 +22,7 @@ import functools
 
 from solbench.baselines.base import YES, AdapterBase, Support, has_empty_rows, no, sm_of
 from solbench.baselines.layout import dense_batch
-from solbench.scenario import Scenario
+from solbench.core.scenario import Scenario
 
 UID = {name: i + 1 for i, name in enumerate(
     ["q", "k", "v", "o", "stats", "seq_q", "seq_kv", "off_q", "off_k", "off_v", "off_o", "off_stats", "table_k", "table_v", "sink", "descale_q", "descale_k", "descale_v", "scale_s", "descale_s", "scale_o", "amax_s", "amax_o"])}

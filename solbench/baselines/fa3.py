@@ -28,7 +28,7 @@ from solbench.baselines.layout import (
     descale_per_batch_head,
     lse_batch_view,
 )
-from solbench.scenario import Scenario
+from solbench.core.scenario import Scenario
 
 USE_SCHEDULER_METADATA = True
 

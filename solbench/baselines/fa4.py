@@ -26,7 +26,7 @@ from solbench.baselines.layout import (
     descale_per_batch_head,
     lse_batch_view,
 )
-from solbench.scenario import Scenario
+from solbench.core.scenario import Scenario
 
 
 def fa4_window(sc: Scenario) -> tuple[bool, int | None, int | None]:

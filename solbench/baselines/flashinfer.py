@@ -25,7 +25,7 @@ from solbench.baselines.base import (
     sm_of,
 )
 from solbench.baselines.layout import flashinfer_pages
-from solbench.scenario import Scenario
+from solbench.core.scenario import Scenario
 
 WORKSPACE_BYTES = 256 << 20
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from solbench.baselines.base import YES, AdapterBase, Support, no, sm_of
-from solbench.scenario import Scenario
+from solbench.core.scenario import Scenario
 
 PAD = 256  # index tensors are padded so a mask_mod evaluated on a partial tail block stays in bounds
 COMPILE_OPTIONS = {"fullgraph": True, "dynamic": True}

@@ -1,6 +1,6 @@
 """Layout conversions between solbench's Inputs and what the libraries take.
 
-solbench's layouts (solbench.inputs): token-major q [total_q, Hq, D], k/v contiguous [total_kv, Hkv, D] or
+solbench's layouts (solbench.supervisor.inputs): token-major q [total_q, Hq, D], k/v contiguous [total_kv, Hkv, D] or
 paged [num_pages, page_size, Hkv, D] with page_table [B, max_pages] int32, out [total_q, Hq, Dv], lse
 [total_q, Hq] fp32 natural log. Everything here runs in bind (outside timing) and returns views where
 it can; what copies says so in its docstring. `visible` is the dense visibility matrix of one sequence,
@@ -9,7 +9,7 @@ for libraries that take explicit masks.
 
 from __future__ import annotations
 
-from solbench.scenario import Scenario
+from solbench.core.scenario import Scenario
 
 
 def dense_batch(sc: Scenario) -> bool:
@@ -98,11 +98,11 @@ def physical_kv_owner(inputs):
 
 def visible(inputs, b: int):
     """Bool [Hq or 1, q_len, kv_len] on the device: which keys each query of sequence b sees (causal and
-    window from solbench.masks.row_intervals, ANDed with the custom bitmask if any). Leading dim is 1
+    window from solbench.core.masks.row_intervals, ANDed with the custom bitmask if any). Leading dim is 1
     without a bitmask."""
     import torch
 
-    from solbench import masks
+    from solbench.core import masks
 
     sc = inputs.scenario
     q_len, kv_len = sc.q_lens[b], sc.kv_lens[b]

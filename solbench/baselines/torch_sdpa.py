@@ -6,7 +6,7 @@
 - paged KV is gathered into contiguous per-sequence K/V in bind (SDPA cannot read pages);
 - masks: none when every row sees all its keys; `is_causal=True` only for square causal sequences
   (torch's is_causal is top-left aligned, so it is right exactly when q_len == kv_len); otherwise an
-  additive 0/-inf mask in the input dtype, built in bind from solbench.masks (bottom-right causal,
+  additive 0/-inf mask in the input dtype, built in bind from solbench.core.masks (bottom-right causal,
   windows, custom bits), its last dim padded to 16 so SDPA does not re-pad it on every call;
 - out: SDPA allocates its own output, copied into inputs.out (a per-call copy); writes_lse = False.
 Rows with no visible key are declined (SDPA backends are not known to write 0 there).
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from solbench.baselines.base import YES, AdapterBase, Support, has_empty_rows, no, sm_of
 from solbench.baselines.layout import batch_views, dense_batch, sequence_slices, visible
-from solbench.scenario import Scenario
+from solbench.core.scenario import Scenario
 
 
 def sequence_mode(sc: Scenario, b: int) -> str:
     """How sequence b is expressed in SDPA: 'none' (every row sees all keys), 'causal' (square causal,
     torch's top-left is_causal coincides with bottom-right) or 'mask' (an explicit mask)."""
-    from solbench import masks
+    from solbench.core import masks
 
     if sc.mask is not None:
         return "mask"

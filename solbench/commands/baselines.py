@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from solbench.options import ARCH, SUITE, add_to_parser
+from solbench.core.options import ARCH, SUITE, add_to_parser
 
 HELP = "list the baseline libraries: installed version, available or why not, scenarios of a suite covered"
 DEFAULT_ARCH = "h200"
@@ -21,7 +21,7 @@ def add_arguments(parser) -> None:
 def _arch(args, suite) -> str:
     if args.arch:
         return args.arch
-    from solbench.runner import gpu_arch
+    from solbench.supervisor.runner import gpu_arch
 
     return gpu_arch() or suite.arch or DEFAULT_ARCH
 
@@ -31,7 +31,7 @@ def run(args) -> int:
 
     from solbench.baselines import REGISTRY, get_adapter_class
     from solbench.baselines.coverage import coverage
-    from solbench.suites import load_suite
+    from solbench.core.suites import load_suite
 
     suite = load_suite(args.suite)
     arch = _arch(args, suite)

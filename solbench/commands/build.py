@@ -14,8 +14,8 @@ HELP = "compile a kernel .cu with nvcc (cached), show per-kernel registers/smem/
 
 
 def add_arguments(parser) -> None:
-    from solbench.binary_check import FORBIDDEN_LIBRARIES
-    from solbench.options import ARCHES
+    from solbench.build.binary_check import FORBIDDEN_LIBRARIES
+    from solbench.core.options import ARCHES
 
     parser.add_argument("kernel", metavar="KERNEL.cu", help="the candidate source (includes solbench_attention.h)")
     parser.add_argument("--arch", required=True, choices=(*ARCHES, "auto"),
@@ -31,8 +31,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from solbench.binary_check import check_binary, inspect_binary
-    from solbench.build import build
+    from solbench.build.binary_check import check_binary, inspect_binary
+    from solbench.build.nvcc import build
 
     result = build(args.kernel, args.arch, extra_flags=tuple(args.flag), include_dirs=tuple(args.include))
     if args.json:

@@ -15,7 +15,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from solbench.calibrate import calibrate, write_profile
+    from solbench.gpu.calibrate import calibrate, write_profile
 
     profile = calibrate(args.arch, samples=args.samples)
     path = write_profile(profile, args.out)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from solbench.options import CHECK_OPTIONS, add_to_parser
+from solbench.core.options import CHECK_OPTIONS, add_to_parser
 
 HELP = "judge a results.json: every scenario correct, no confident regression vs BASE, optional targets"
 
@@ -22,9 +22,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from solbench.check import Criteria, evaluate, render_lines
-    from solbench.errors import SolbenchError
-    from solbench.run_files import load_run
+    from solbench.report.check import Criteria, evaluate, render_lines
+    from solbench.core.errors import SolbenchError
+    from solbench.supervisor.run_files import load_run
 
     try:
         criteria = Criteria(epsilon=args.epsilon, strict=args.strict, min_ratio=args.min_ratio,

@@ -82,10 +82,10 @@ def run(args) -> int:
 
 def _boards(store, suite, arch, baselines_dir):
     from solbench import __version__
-    from solbench.errors import ConfigError
+    from solbench.core.errors import ConfigError
     from solbench.leaderboard.rank import build_boards
     from solbench.leaderboard.store import default_baselines_dir, load_baseline_runs
-    from solbench.suites import load_suite
+    from solbench.core.suites import load_suite
 
     entries = store.entries(suite, arch)
     hashes = {}

@@ -19,8 +19,8 @@ def run(args) -> int:
 
     import json
 
-    from solbench.report import render_summary, render_table, summary_dict, write_reports
-    from solbench.runner import load_result
+    from solbench.report.tables import render_summary, render_table, summary_dict, write_reports
+    from solbench.supervisor.runner import load_result
 
     result = load_result(args.results)
     if args.format == "json":

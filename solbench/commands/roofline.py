@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from solbench.options import ARCH, FILTER, MAX_SCENARIOS, SUITE, add_to_parser
+from solbench.core.options import ARCH, FILTER, MAX_SCENARIOS, SUITE, add_to_parser
 
 HELP = "print each scenario's FLOPs, minimal bytes and speed-of-light bound on an arch (no GPU needed)"
 
@@ -21,9 +21,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from solbench.errors import ConfigError
-    from solbench.roofline import bound, find_profile, known_arches, load_arch, load_profile
-    from solbench.suites import load_suite
+    from solbench.core.errors import ConfigError
+    from solbench.core.roofline import bound, find_profile, known_arches, load_arch, load_profile
+    from solbench.core.suites import load_suite
 
     if not args.arch:
         raise ConfigError(f"roofline needs --arch; known arches: {', '.join(known_arches())}")

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from solbench.options import POLICY, QUICK, RUN_OPTIONS, add_to_parser, baselines_value, policy_value, seed_value
+from solbench.core.options import POLICY, QUICK, RUN_OPTIONS, add_to_parser, baselines_value, policy_value, seed_value
 
 HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratios, roofline"
 
@@ -32,13 +32,13 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from solbench import runner
-    from solbench.errors import DeviceMismatchError
-    from solbench.model import Status
-    from solbench.report import render_summary, render_table, summary_dict, write_reports
+    from solbench.supervisor import runner
+    from solbench.core.errors import DeviceMismatchError
+    from solbench.core.model import Status
+    from solbench.report.tables import render_summary, render_table, summary_dict, write_reports
 
-    from solbench.archspec import known_arches
-    from solbench.errors import ConfigError
+    from solbench.core.archspec import known_arches
+    from solbench.core.errors import ConfigError
 
     if args.arch and args.arch not in known_arches() + ("cpu",):
         raise ConfigError(f"unknown arch {args.arch!r}; known: {', '.join(known_arches() + ('cpu',))}")
@@ -86,14 +86,14 @@ def _build_and_bound_only(args, present) -> None:
     """Build for the requested arch, check the binary and print the suite's bounds there."""
     from tabulate import tabulate
 
-    from solbench.archspec import known_arches, load_arch
-    from solbench.roofline import bound
-    from solbench.suites import load_suite
+    from solbench.core.archspec import known_arches, load_arch
+    from solbench.core.roofline import bound
+    from solbench.core.suites import load_suite
 
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout carries JSON only
     if Path(args.candidate).suffix == ".cu":
-        from solbench.binary_check import check_binary
-        from solbench.build import build
+        from solbench.build.binary_check import check_binary
+        from solbench.build.nvcc import build
 
         result = build(args.candidate, args.arch, extra_flags=tuple(args.flag))
         check_binary(result.so_path, allow=tuple(args.allow_lib))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from solbench.options import SUITE, add_to_parser
+from solbench.core.options import SUITE, add_to_parser
 
 HELP = "list the scenarios of a suite (table, or --json)"
 
@@ -18,7 +18,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from tabulate import tabulate
 
-    from solbench.suites import available_suites, load_suite
+    from solbench.core.suites import available_suites, load_suite
 
     if args.list_suites:
         for name in available_suites():

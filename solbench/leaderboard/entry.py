@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from solbench.errors import ConfigError
-from solbench.model import Outcome, RunResult, Status
+from solbench.core.errors import ConfigError
+from solbench.core.model import Outcome, RunResult, Status
 
 CANDIDATE = "candidate"
 VERSION_KEYS = ("versions", "libraries", "packages", "baselines")

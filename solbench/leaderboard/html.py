@@ -1,7 +1,7 @@
 """The leaderboard as one static, self-contained web page: no server, no CDN, nothing fetched.
 
 Per board: a sortable ranking table, the entries listed apart with why, the roofline chart (a PNG
-from solbench.plots embedded as base64), and a drill-down per entry by scenario (<details>). The
+from solbench.report.plots embedded as base64), and a drill-down per entry by scenario (<details>). The
 inline script sorts any table.sortable by a header click (or `#sort=<key>[-desc]` in the address, which
 the browser test uses), then marks <body data-ready> and counts the charts that decoded.
 """
@@ -134,7 +134,7 @@ def _drilldown(b: int, i: int, s: Standing) -> str:
 
 
 def chart_points(board: Board) -> list[dict]:
-    """(scenario, entry) points in the shape solbench.plots.roofline_chart takes: only entries with a
+    """(scenario, entry) points in the shape solbench.report.plots.roofline_chart takes: only entries with a
     score on this board (ranked, or partial), so a wrong or incomparable entry draws nothing."""
     points = []
     for s in board.standings:
@@ -149,8 +149,8 @@ def chart_points(board: Board) -> list[dict]:
 
 
 def _chart(b: int, board: Board) -> str:
-    from solbench.archspec import find_profile, known_arches, load_arch
-    from solbench.plots import roofline_chart
+    from solbench.core.archspec import find_profile, known_arches, load_arch
+    from solbench.report.plots import roofline_chart
 
     if board.arch not in known_arches():
         return f'<p class="nochart">No roofline: arch {esc(board.arch)} has no spec.</p>'

@@ -39,10 +39,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from itertools import groupby
 
 from solbench.leaderboard.entry import CANDIDATE, Entry, gpu_model, major_version, observe, solbench_version
-from solbench.model import RunResult, Status
-from solbench.policy import measuring_differences
-from solbench.runner import DEFAULT_SEED
-from solbench.stats import geomean, geomean_ci, median
+from solbench.core.model import RunResult, Status
+from solbench.core.policy import measuring_differences
+from solbench.supervisor.runner import DEFAULT_SEED
+from solbench.core.stats import geomean, geomean_ci, median
 
 NOT_BASELINES = (CANDIDATE, "seed")
 SEED_NAMES = tuple(DEFAULT_SEED.values())

@@ -14,10 +14,10 @@ import json
 import sqlite3
 from pathlib import Path
 
-from solbench.errors import ConfigError
+from solbench.core.errors import ConfigError
 from solbench.leaderboard.entry import Entry
-from solbench.model import RunResult
-from solbench.runner import load_result
+from solbench.core.model import RunResult
+from solbench.supervisor.runner import load_result
 
 DEFAULT_DB = Path("reports") / "leaderboard.sqlite"
 SCHEMA_VERSION = 1
@@ -171,7 +171,7 @@ def load_baseline_runs(root: str | Path, arches: set[str]) -> list[RunResult]:
     Other JSON files (version manifests, notes) are skipped; a results file that does not parse is an
     error naming it, since a silently dropped baseline would change every score.
     """
-    from solbench.model import SCHEMA
+    from solbench.core.model import SCHEMA
 
     runs = []
     for arch in sorted(arches):

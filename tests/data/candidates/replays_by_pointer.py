@@ -3,7 +3,7 @@
 
 from pathlib import Path
 
-from solbench.impls import PythonImpl
+from solbench.sandbox.impls import PythonImpl
 
 _good = PythonImpl(str(Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")).module
 _cache = {}

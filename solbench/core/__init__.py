@@ -1,0 +1,1 @@
+"""Vocabulary and pure math: runs anywhere, imports nothing of solbench above it."""

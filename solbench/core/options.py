@@ -1,0 +1,86 @@
+"""One option vocabulary shared by the CLI (`--arch`) and the pytest plugin (`--solbench-arch`).
+
+Each option is declared once here; `add_to_parser` and the plugin's `pytest_addoption` both read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solbench.core import policy
+
+ARCHES = ("h100", "h200", "b200", "rtx3080")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its CLI flag (without '--'), and argparse keyword arguments."""
+
+    name: str
+    help: str
+    default: object = None
+    choices: tuple | None = None
+    type: type | None = None
+    action: str | None = None
+
+    def kwargs(self) -> dict:
+        kw = {"help": self.help, "default": self.default}
+        for key in ("choices", "type", "action"):
+            if getattr(self, key) is not None:
+                kw[key] = getattr(self, key)
+        return kw
+
+
+SUITE = Option("suite", "suite name (scenarios/<name>.toml) or path to a suite .toml", default="smoke")
+ARCH = Option("arch", "target arch (h100, h200, b200, rtx3080, cpu); default: the GPU present, else cpu")
+DEVICE = Option("device", "where to run: cuda or cpu (cpu runs Python candidates only); default cuda if present")
+BASELINES = Option("baselines", "comma-separated baselines to time against, 'flashinfer' and 'sdpa' meaning all "
+                   "their backends (default: every available one except flex, which compiles for minutes; 'none' for none)")
+SEED = Option("seed", "path to the seed kernel used as the first comparator ('none' to skip)")
+AGAINST = Option("against", "a results.json (or run folder, or pytest-benchmark file saved by the plugin) to compare against")
+TIMEOUT = Option("timeout", "per-scenario timeout in seconds", default=120.0, type=float)
+MAX_SCENARIOS = Option("max-scenarios", "evaluate only the first N scenarios of the suite", type=int)
+FILTER = Option("filter", "only scenarios whose id contains this substring")
+
+RUN_OPTIONS = (SUITE, ARCH, DEVICE, BASELINES, SEED, TIMEOUT, MAX_SCENARIOS, FILTER)
+
+# Gates (`solbench check`, the pytest plugin); see solbench.report.check for what each clause means.
+KERNEL = Option("kernel", "candidate to evaluate: a kernel .cu or a Python module file")
+DEFAULT_EPSILON = 0.02
+"""Run-to-run drift (clocks, thermals, driver state) that one run's own samples cannot show; see solbench.report.check."""
+EPSILON = Option("epsilon", "regression margin: a scenario regresses only when its speedup's CI lies wholly "
+                 f"below 1 - EPSILON (default {DEFAULT_EPSILON})", default=DEFAULT_EPSILON, type=float)
+STRICT = Option("strict", "also fail on ambiguous comparisons (CI straddling 1 - EPSILON)", default=False,
+                action="store_true")
+MIN_RATIO = Option("min-ratio", "every scenario's median speedup vs its best comparator must be >= R", type=float)
+MIN_GEOMEAN = Option("min-geomean", "geomean speedup vs COMPARATOR must be >= G", type=float)
+COMPARATOR = Option("comparator", "comparator for --min-geomean (default: seed)", default="seed")
+MIN_SOL = Option("min-sol", "every scenario must reach >= F percent of the speed of light (e.g. 50)", type=float)
+QUICK = Option("quick", "few samples, no L2 flush: for smoke tests, not for numbers", default=False,
+               action="store_true")
+
+POLICY = Option("policy", "override TimingPolicy fields, e.g. 'warmup_ms=30,launcher_budget_ms=50' "
+                "(recorded in the results)")
+
+CHECK_OPTIONS = (AGAINST, EPSILON, STRICT, MIN_RATIO, MIN_GEOMEAN, COMPARATOR, MIN_SOL)
+PLUGIN_OPTIONS = (KERNEL,) + RUN_OPTIONS + (QUICK, POLICY, AGAINST, EPSILON, STRICT)
+
+
+def add_to_parser(parser, options, prefix: str = "--") -> None:
+    for opt in options:
+        parser.add_argument(prefix + opt.name, dest=opt.name.replace("-", "_"), **opt.kwargs())
+
+
+def seed_value(raw: str | None) -> str | None:
+    """--seed as RunConfig.seed: None (flag absent) = the shipped seed ('default'); 'none' = no seed."""
+    return None if raw == "none" else (raw or "default")
+
+
+def baselines_value(raw: str | None) -> tuple[str, ...] | None:
+    """--baselines as RunConfig.baselines: None (flag absent) = every available one; 'none' = ()."""
+    return None if raw is None else tuple(b for b in raw.split(",") if b and b != "none")
+
+
+def policy_value(quick: bool, overrides: str | None) -> policy.TimingPolicy:
+    """--quick and --policy as one TimingPolicy."""
+    return policy.with_overrides(policy.QUICK if quick else policy.TimingPolicy(), overrides)

@@ -1,0 +1,104 @@
+"""TimingPolicy: the one recorded measurement method, applied identically to every implementation."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+from solbench.core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """How every implementation is timed; stored in each RunResult."""
+
+    warmup_ms: float = 100.0
+    """Warm-up by time (clocks ramp from idle; JIT and caches settle) before any sample."""
+    round_samples: int = 3
+    """Timed iterations per implementation per interleaved round."""
+    min_rounds: int = 6
+    """Rounds always taken, whatever the noise. Ratios are formed per round, so this is how many ratios
+    the candidate's per-scenario CI rests on: six is the fewest whose (min, max) covers the median with
+    95 % (stats.min_samples_for_ci); with four, an A/A on the H200 had 32 of 176 CIs miss 1."""
+    max_rounds: int = 40
+    """Rounds at most."""
+    target_rel_ci: float = 0.005
+    """Stop once every implementation's median CI half-width / median is below this, or every per-round
+    ratio against the candidate has a CI that tight."""
+    max_time_s: float = 6.0
+    """Time cap per scenario for the sampling loop (all implementations together)."""
+    cold_l2: bool = True
+    """Overwrite a buffer of >= 2x L2 before every timed iteration (GPU only)."""
+    rotate_inputs: int = 4
+    """Distinct input copies cycled through so consecutive iterations see different pointers (at most:
+    fewer where every implementation's copies would not fit in device memory, recorded per outcome)."""
+    host_check_tolerance: float = 0.5
+    """Flag a sample whose event time is below (1 - this) x the host wall time of the synced call
+    minus the measured host floor: work hidden on another stream."""
+    launcher_budget_ms: float = 100.0
+    """Rough device-time budget of the launcher-only A/B per implementation and scenario: repetitions
+    shrink for calls longer than ~1.7 ms (whose launcher overhead is negligible next to them), down to
+    one per part; shorter calls, where the launcher matters, get the full count."""
+    launch_cover_ms: float = 0.25
+    """At most this long the timing stream is held by a spin kernel (sized from the measured launch time)
+    while the host issues the call, so launcher host time does not leak into event time; 0 disables."""
+    launcher_ab: bool = True
+    """Also measure the launcher-only A/B (CUDA-graph device time vs eager host path)."""
+    retake_throttled: bool = True
+    """Retake a round during which the GPU reported a throttle reason other than idle."""
+    method: str = "auto"
+    """'cuda_events' on a GPU, 'host_clock' on CPU; 'auto' picks by device."""
+
+    def __post_init__(self):
+        if self.round_samples < 1 or self.min_rounds < 1 or self.max_rounds < self.min_rounds:
+            raise ConfigError("TimingPolicy: need round_samples >= 1 and 1 <= min_rounds <= max_rounds")
+        if self.rotate_inputs < 1:
+            raise ConfigError(f"TimingPolicy.rotate_inputs must be >= 1, got {self.rotate_inputs}")
+        if self.method not in ("auto", "cuda_events", "host_clock"):
+            raise ConfigError(f"TimingPolicy.method must be auto, cuda_events or host_clock, got {self.method!r}")
+        if self.launch_cover_ms < 0:
+            raise ConfigError(f"TimingPolicy.launch_cover_ms must be >= 0, got {self.launch_cover_ms}")
+        if not 0 < self.target_rel_ci < 1:
+            raise ConfigError(f"TimingPolicy.target_rel_ci must be in (0, 1), got {self.target_rel_ci}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+QUICK = TimingPolicy(warmup_ms=5.0, round_samples=3, min_rounds=2, max_rounds=4, target_rel_ci=0.05,
+                     max_time_s=1.0, cold_l2=False, rotate_inputs=1, launcher_ab=False)
+"""For CPU smoke runs and tests: a few samples, enough to exercise every code path."""
+
+
+_PARSERS = {"int": int, "float": float, "str": str,
+            "bool": lambda raw: {"true": True, "1": True, "false": False, "0": False}[raw.lower()]}
+
+
+def with_overrides(base: TimingPolicy, spec: str | None) -> TimingPolicy:
+    """`base` with the fields named in `spec` ("warmup_ms=30,launcher_ab=false") replaced.
+
+    The result is what gets recorded in the RunResult, so a lighter policy is always visible there."""
+    if not spec:
+        return base
+    types = {f.name: f.type for f in fields(TimingPolicy)}
+    changes = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or key not in types:
+            raise ConfigError(f"--policy {item!r}: expected KEY=VALUE with KEY one of {', '.join(types)}")
+        kind = types[key]  # a string: this module has `from __future__ import annotations`
+        try:
+            changes[key] = _PARSERS[kind](raw.strip())
+        except (ValueError, KeyError):
+            raise ConfigError(f"--policy {key}={raw!r}: not a valid {kind}") from None
+    return replace(base, **changes)
+
+
+MEASURING_FIELDS = ("cold_l2", "rotate_inputs", "method")
+"""TimingPolicy fields that change what a sample measures (warm vs cold L2, reused vs fresh pointers,
+events vs host clock); the others only change how many samples are taken."""
+
+
+def measuring_differences(a: dict, b: dict) -> list[str]:
+    """'field a_value vs b_value' for each MEASURING_FIELDS entry both recorded policies hold and differ in."""
+    return [f"{k} {a[k]!r} vs {b[k]!r}" for k in MEASURING_FIELDS if k in a and k in b and a[k] != b[k]]

@@ -1,0 +1,1 @@
+"""Thin front-ends: argv and pytest."""

@@ -1,0 +1,1 @@
+"""The CUDA edge: runtime calls, events and flushes, telemetry, environment, calibration."""

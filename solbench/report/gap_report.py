@@ -1,0 +1,79 @@
+"""The gap to the speed of light: per scenario the candidate, the best comparator and the roofline
+bound side by side, sorted by remaining headroom, plus the roofline and %-of-SOL charts.
+
+Consumes a RunResult only (the bound each outcome recorded), so it renders on any machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from solbench.core.model import RunResult
+
+
+def _median(samples) -> float:
+    from solbench.core.stats import median
+
+    return median(samples)
+
+
+def timed_points(result: RunResult) -> list[dict]:
+    """One point per (scenario, implementation) with a time and a bound: the charts' input."""
+    points = []
+    for o in result.outcomes:
+        if not o.bound:
+            continue
+        measured = o.bound.get("measured_bound_ms")
+        for impl, m in o.measurements.items():
+            t = _median(m.samples_ms)
+            points.append({
+                "scenario_id": o.scenario_id, "impl": impl, "dtype": o.scenario.get("dtype"),
+                "flops": o.bound["flops"], "bytes": o.bound["bytes"], "time_ms": t,
+                "sol_fraction": (measured or o.bound["bound_ms"]) / t,
+                "sol_datasheet": o.bound["bound_ms"] / t,
+            })
+    return points
+
+
+def gap_rows(result: RunResult) -> list[dict]:
+    """Scenario, candidate time, best comparator, bounds, %-of-SOL; largest remaining gap first."""
+    rows = []
+    for o in result.outcomes:
+        cand = o.measurements.get("candidate")
+        if not (o.bound and cand):
+            continue
+        t = _median(cand.samples_ms)
+        others = {n: _median(m.samples_ms) for n, m in o.measurements.items() if n != "candidate"}
+        best = min(others, key=others.get) if others else None
+        measured = o.bound.get("measured_bound_ms")
+        rows.append({
+            "scenario": o.scenario_id,
+            "candidate_us": t * 1e3,
+            "best_comparator": best or "-",
+            "best_us": others[best] * 1e3 if best else None,
+            "bound_us": o.bound["bound_ms"] * 1e3,
+            "measured_bound_us": measured * 1e3 if measured else None,
+            "limit": o.bound.get("measured_limit") or o.bound["limit"],
+            "sol_pct": 100 * o.bound["bound_ms"] / t,
+            "sol_measured_pct": 100 * measured / t if measured else None,
+            "launch_bound": o.bound.get("launch_bound"),
+        })
+    return sorted(rows, key=lambda r: r["sol_measured_pct"] or r["sol_pct"])
+
+
+def write_charts(result: RunResult, folder: Path) -> dict[str, Path]:
+    """roofline.png and sol.png when the run has bounds on a known arch; {} otherwise."""
+    from solbench.core.archspec import find_profile, known_arches, load_arch
+    from solbench.report.plots import roofline_chart, sol_bar_chart
+
+    points = timed_points(result)
+    if not points or result.arch not in known_arches():
+        return {}
+    title = f"{result.suite} on {result.arch}"
+    measured = any(o.bound and o.bound.get("measured_bound_ms") for o in result.outcomes)
+    against = "measured ceilings" if measured else "datasheet"
+    return {
+        "roofline": roofline_chart(points, load_arch(result.arch), find_profile(result.arch),
+                                   folder / "roofline.png", title=title),
+        "sol": sol_bar_chart(points, folder / "sol.png", limit=60, title=f"%-of-SOL ({against}), {title}"),
+    }

@@ -1,0 +1,261 @@
+"""Reports from a RunResult: the terminal table, summary.md and results.csv. Consumes results, never
+measures, so `solbench report results.json` works on a file made on another machine.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from solbench.core.model import Outcome, RunResult, Status
+
+
+@dataclass(frozen=True)
+class Score:
+    """The suite score against one comparator: geomean speedup with its interval, or 0 with why."""
+
+    comparator: str
+    """'seed', a baseline name, or 'best' (per scenario, the fastest comparator that ran)."""
+    geomean: float
+    """Geomean over scenarios of the median per-round speedup; 0 when any scenario failed."""
+    lo: float
+    """Lower end of the 95 % interval (measurement noise)."""
+    hi: float
+    """Upper end."""
+    scenarios: int
+    """Scenarios that contributed."""
+    failed: tuple[str, ...] = ()
+    """Ids of failing scenarios (any makes the score 0)."""
+
+
+def comparator_names(result: RunResult) -> list[str]:
+    names: list[str] = []
+    for o in result.outcomes:
+        names += [n for n in o.ratios if n not in names]
+    return names
+
+
+INCOMPLETE = "run incomplete"
+"""Marks a Score.failed entry that stands for the scenarios an interrupted run never reached."""
+
+
+def best_ratios(o: Outcome) -> tuple[float, ...] | None:
+    """Per round, the speedup against the fastest comparator of that round (min over comparators)."""
+    if not o.ratios:
+        return None
+    return tuple(min(r) for r in zip(*o.ratios.values()))
+
+
+def scores(result: RunResult) -> list[Score]:
+    from solbench.core.stats import geomean_ci
+
+    # A declined (skipped) scenario disqualifies too: a score over only the easy scenarios is no score.
+    failed = tuple(o.scenario_id for o in result.outcomes if o.status is not Status.PASSED)
+    if not result.complete:  # a geomean over the finished scenarios only is no suite score
+        failed += (f"{INCOMPLETE}: {result.scenario_count - len(result.outcomes)} of {result.scenario_count} "
+                   "scenarios not run",)
+    out = []
+    for name in comparator_names(result) + (["best"] if len(comparator_names(result)) > 1 else []):
+        per = [best_ratios(o) if name == "best" else o.ratios.get(name) for o in result.outcomes]
+        per = [p for p in per if p]
+        if failed or not per:
+            out.append(Score(name, 0.0, 0.0, 0.0, len(per), failed))
+            continue
+        g, lo, hi = geomean_ci(per)
+        out.append(Score(name, g, lo, hi, len(per)))
+    return out
+
+
+def status_counts(result: RunResult) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for o in result.outcomes:
+        counts[o.status.value] = counts.get(o.status.value, 0) + 1
+    return counts
+
+
+def score_line(s: Score) -> str:
+    """One line per comparator: the geomean with its interval, or 0 and how many scenarios failed."""
+    if s.failed:
+        why = [f for f in s.failed if f.startswith(INCOMPLETE)]
+        failed = len(s.failed) - len(why)
+        if failed:
+            why.insert(0, f"{failed} scenario(s) not passed")
+        return f"score vs {s.comparator}: 0 ({'; '.join(why)})"
+    return (f"geomean speedup vs {s.comparator}: {s.geomean:.4f}x (95% CI {s.lo:.4f}-{s.hi:.4f}) "
+            f"over {s.scenarios} scenarios")
+
+
+def scenario_rows(result: RunResult) -> list[dict]:
+    from solbench.core.stats import median, rel_ci_halfwidth
+
+    rows = []
+    names = comparator_names(result)
+    for o in result.outcomes:
+        row = {"scenario": o.scenario_id, "status": o.status.value,
+               "max_abs_err": o.error.max_abs if o.error else None}
+        cand = o.measurements.get("candidate")
+        row["time_us"] = median(cand.samples_ms) * 1e3 if cand else None
+        row["noise_pct"] = rel_ci_halfwidth(cand.samples_ms) * 100 if cand and len(cand.samples_ms) > 1 else None
+        for n in names:
+            row[f"x_{n}"] = median(o.ratios[n]) if o.ratios.get(n) else None
+        if o.bound and cand:
+            row["sol_pct"] = o.bound["bound_ms"] / median(cand.samples_ms) * 100
+        row["reason"] = o.reason
+        rows.append(row)
+    return rows
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def render_table(result: RunResult, fmt: str = "simple", max_reason: int = 70) -> str:
+    from tabulate import tabulate
+
+    rows = scenario_rows(result)
+    for r in rows:
+        r["reason"] = (r["reason"][: max_reason - 1] + "…") if len(r["reason"]) > max_reason else r["reason"]
+    table = [[_fmt(v) for v in r.values()] for r in rows]
+    headers = list(rows[0].keys()) if rows else []
+    return tabulate(table, headers=headers, tablefmt=fmt)
+
+
+def render_summary(result: RunResult) -> str:
+    """A few lines: counts, score per comparator, and which scenarios failed and why."""
+    counts = status_counts(result)
+    done = f"{len(result.outcomes)}/{result.scenario_count}" + ("" if result.complete else " (incomplete)")
+    lines = [f"suite {result.suite} on {result.arch}: {done} scenarios; "
+             + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
+    lines += [score_line(s) for s in scores(result)]
+    fewer = fewer_input_copies(result)
+    if fewer:
+        lines.append(f"timed on fewer than the policy's {result.policy.get('rotate_inputs')} input copies (device "
+                     f"memory): {len(fewer)} scenario(s), e.g. {fewer[0]}")
+    for o in result.outcomes:
+        if o.status is not Status.PASSED:
+            lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")
+    for o in result.outcomes:
+        for name, c in o.comparators.items():
+            if c["status"] != Status.PASSED.value:
+                lines.append(f"comparator {name} on {o.scenario_id}: {c['status']}: {c['reason']}")
+    return "\n".join(lines)
+
+
+def fewer_input_copies(result: RunResult) -> list[str]:
+    """Scenarios whose implementations were timed on fewer rotated input copies than the policy asks
+    (evaluate.input_copies: they would not all have fit in device memory)."""
+    wanted = result.policy.get("rotate_inputs")
+    return [o.scenario_id for o in result.outcomes
+            if wanted is not None and o.input_copies is not None and o.input_copies < wanted]
+
+
+def summary_dict(result: RunResult, results_path: str | None = None) -> dict:
+    """What an agent needs from a run, as one JSON-able object: counts, each score with its interval (or
+    why it is 0), every failing scenario and comparator with the reason, and the per-scenario rows."""
+    return {
+        "run_id": result.run_id, "suite": result.suite, "arch": result.arch, "complete": result.complete,
+        "scenarios_done": len(result.outcomes), "scenarios_total": result.scenario_count,
+        "passed": all(o.status is Status.PASSED for o in result.outcomes) and result.complete,
+        "status_counts": status_counts(result),
+        "scores": [{"comparator": s.comparator, "geomean": s.geomean, "ci95": None if s.failed else [s.lo, s.hi], "scenarios": s.scenarios,
+                    "zero_because": list(s.failed)} for s in scores(result)],
+        "failed": [{"scenario": o.scenario_id, "status": o.status.value, "reason": o.reason}
+                   for o in result.outcomes if o.status is not Status.PASSED],
+        "comparator_failures": [{"scenario": o.scenario_id, "comparator": name, "status": c["status"],
+                                 "reason": c["reason"]}
+                                for o in result.outcomes for name, c in o.comparators.items()
+                                if c["status"] not in (Status.PASSED.value, Status.SKIPPED.value)],
+        "fewer_input_copies": fewer_input_copies(result),
+        "per_scenario": scenario_rows(result),
+        "results": results_path,
+    }
+
+
+def render_coverage(result: RunResult) -> str:
+    """Per comparator: on how many scenarios it passed, was skipped (not supported) or failed; then the
+    scenarios that no comparator timed, with each one's reason."""
+    from tabulate import tabulate
+
+    counts: dict[str, dict[str, int]] = {}
+    uncovered = []
+    for o in result.outcomes:
+        for name, c in o.comparators.items():
+            row = counts.setdefault(name, {"passed": 0, "skipped": 0, "failed": 0})
+            row[c["status"] if c["status"] in ("passed", "skipped") else "failed"] += 1
+        if o.comparators and not any(c["status"] == "passed" for c in o.comparators.values()):
+            why = "; ".join(f"{n}: {c['reason']}" for n, c in o.comparators.items())
+            uncovered.append(f"- `{o.scenario_id}`: {why}")
+    if not counts:
+        return "(no comparators ran)"
+    table = tabulate([[n, r["passed"], r["skipped"], r["failed"]] for n, r in counts.items()],
+                     headers=["comparator", "passed", "not supported", "failed"], tablefmt="github")
+    tail = ["", f"{len(uncovered)} scenario(s) without a comparator:", *uncovered] if uncovered else []
+    return "\n".join([table, *tail])
+
+
+def write_csv(result: RunResult, path: Path) -> None:
+    rows = scenario_rows(result)
+    with open(path, "w", newline="") as f:
+        if rows:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+def render_gap_table(result: RunResult, fmt: str = "github") -> str:
+    from tabulate import tabulate
+
+    from solbench.report.gap_report import gap_rows
+
+    rows = gap_rows(result)
+    if not rows:
+        return "(no timed scenario has a roofline bound)"
+    return tabulate([[_fmt(v) for v in r.values()] for r in rows], headers=list(rows[0]), tablefmt=fmt)
+
+
+def write_markdown(result: RunResult, path: Path, charts: dict | None = None) -> None:
+    env = result.environment
+    gpu = (env.get("gpu") or {}).get("name") if isinstance(env.get("gpu"), dict) else env.get("gpu_name")
+    impls = result.candidate.get("implementations", {})
+    text = [
+        f"# solbench run `{result.run_id}`", "",
+        f"- candidate: `{result.candidate.get('name')}` ({result.candidate.get('kind')}), sha256 `{result.candidate.get('sha256', '')[:16]}`",
+        "- implementations: " + ", ".join(f"{k} = `{v}`" for k, v in impls.items()),
+        f"- suite: `{result.suite}` (hash `{result.suite_hash[:12]}`), arch `{result.arch}`, device {gpu or 'cpu'}",
+        f"- timing: {result.policy.get('method')}, target median CI ±{result.policy.get('target_rel_ci', 0):.1%}, "
+        f"cold L2 {result.policy.get('cold_l2')}", "",
+        "## Summary", "", "```", render_summary(result), "```", "",
+        "## Per scenario", "",
+        "Speedups `x_<comparator>` are median per-round t_comparator / t_candidate (> 1: candidate faster); "
+        "`noise_pct` is the candidate median's 95 % CI half-width.", "",
+        render_table(result, fmt="github", max_reason=120), "",
+        "## Comparator coverage", "",
+        render_coverage(result), "",
+        "## Gap to the speed of light", "",
+        "Bounds are max(FLOPs / peak, bytes / bandwidth) for the datasheet and for the measured ceilings; "
+        "largest remaining gap first.", "",
+        render_gap_table(result), "",
+    ]
+    for name, chart in (charts or {}).items():
+        text += [f"![{name}]({Path(chart).name})", ""]
+    path.write_text("\n".join(text))
+
+
+def write_reports(result: RunResult, folder: Path) -> list[Path]:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    from solbench.report.gap_report import write_charts
+    from solbench.report.html import write_html
+
+    md, csv_path, html = folder / "summary.md", folder / "results.csv", folder / "summary.html"
+    charts = write_charts(result, folder)
+    write_markdown(result, md, charts)
+    write_csv(result, csv_path)
+    write_html(result, html, charts)
+    return [md, csv_path, html, *charts.values()]

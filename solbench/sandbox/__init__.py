@@ -1,0 +1,1 @@
+"""What runs in the candidate's process (the untrusted side of the trust boundary), and nothing else."""

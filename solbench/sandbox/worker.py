@@ -1,0 +1,364 @@
+"""One implementation per worker process, driven over a pipe, so a crash costs a scenario, not the run.
+
+Runner side: `Worker(spec, device, policy, log_path)` with `request(cmd, payload, timeout_s)`; a worker
+that dies (segfault), hangs (timeout) or reports an error is killed and restarted on the next request.
+Worker side: `_serve` holds the loaded implementation, the scenario's inputs and a Timer. Outputs come
+back as tensors through torch.multiprocessing (CUDA IPC on a GPU, shared memory on CPU).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from solbench.sandbox.impls import ImplSpec
+from solbench.core.policy import TimingPolicy
+
+
+class InputsModified(RuntimeError):
+    """A candidate rewrote the inputs it was given (reported as a mismatch: its answers rest on other data)."""
+
+
+UNWRITTEN_IN_TIMING = "unwritten_in_timing"
+"""Flag: some timed call left its (freshly poisoned) outputs unwritten."""
+
+ERROR_CONTEXT_INTACT = "error_context_intact"
+"""Reply status: a trusted implementation raised but a device synchronize still succeeds."""
+
+WORKER_LOG_PREFIX = "[solbench worker]"
+"""Prefix of the worker's own log lines (command durations), kept out of crash messages."""
+
+
+class WorkerFailure(Exception):
+    """The worker died, hung, raised, or found its measuring code replaced; `kind` is 'crash', 'timeout',
+    'error' or 'tampered'."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Worker:
+    """Runner-side handle; starts the process lazily and after every failure."""
+
+    spec: ImplSpec
+    device: str
+    policy: TimingPolicy
+    log_path: Path
+    setup_s: float = 0.0
+    """Extra seconds a 'prepare' may take beyond the per-scenario timeout (a baseline's JIT compile)."""
+
+    def __post_init__(self):
+        self._proc = None
+        self._conn = None
+        self.writes_lse = True
+        """Whether the implementation writes LSE (learnt from the worker's prepare reply)."""
+
+    def _start(self):
+        import torch.multiprocessing  # registers tensor reductions for the pipe  # noqa: F401
+
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, self.spec, self.device, self.policy, str(self.log_path)),
+                                 daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
+        """Send one command and wait for its reply; raise WorkerFailure (and reset) on any failure."""
+        if not self.running:
+            self._start()
+        try:
+            self._conn.send((cmd, payload))
+            if not self._conn.poll(timeout_s):
+                self.stop(kill=True)
+                raise WorkerFailure("timeout", f"{self.spec.name}: no answer to {cmd!r} within {timeout_s:g} s")
+            status, value = self._conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            self._proc.join(2)  # reap it, so the exit code (the signal) can be reported
+            code = self._proc.exitcode
+            self.stop(kill=True)
+            raise WorkerFailure("crash", f"{self.spec.name}: worker died ({_describe_exit(code)}){self._log_tail()}") from None
+        if status == ERROR_CONTEXT_INTACT:
+            # A trusted implementation (seed, baseline) raised, and its CUDA context still works: keep the
+            # worker, and with it the library's compiled kernels and plans.
+            raise WorkerFailure("error", f"{self.spec.name}: {value}")
+        if status in ("error", "tampered", "modified"):
+            self.stop(kill=True)  # the CUDA context may be poisoned (illegal address): start afresh
+            raise WorkerFailure(status, f"{self.spec.name}: {value}")
+        return value
+
+    def stop(self, kill: bool = False):
+        if self._proc is None:
+            return
+        if not kill and self._proc.is_alive():
+            try:
+                self._conn.send(("quit", None))
+                self._proc.join(5)
+            except (BrokenPipeError, OSError):
+                pass
+        if self._proc.is_alive() or kill:
+            _kill_group(self._proc)
+            self._proc.join(5)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+
+    def _log_tail(self, lines: int = 3) -> str:
+        try:
+            tail = [l for l in self.log_path.read_text(errors="replace").splitlines()
+                    if l.strip() and not l.startswith(WORKER_LOG_PREFIX)][-lines:]
+        except OSError:
+            return ""
+        return (": " + " | ".join(tail)) if tail else ""
+
+
+def _kill_group(proc) -> None:
+    """Kill the worker and anything it started: it leads its own process group (see _serve), so a child
+    left behind to load the GPU during the comparators' rounds dies with it."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        if proc.is_alive():
+            proc.kill()
+
+
+def _describe_exit(code) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        import signal
+
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+# ---------------------------------------------------------------- worker process side
+
+
+def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: str):
+    os.setsid()  # its own process group: stopping the worker stops whatever the candidate started
+    log = open(log_path, "a", buffering=1)
+    os.dup2(log.fileno(), 1)  # the candidate's own prints and CUDA errors go to the log, not the terminal
+    os.dup2(log.fileno(), 2)
+    from solbench.sandbox.integrity import changed, snapshot
+
+    # Before the candidate is imported, so import-time patches count too. Baselines are trusted libraries
+    # whose own imports may legitimately touch torch; only the candidate is watched.
+    harness = snapshot() if spec.name == "candidate" else None
+    started = time.perf_counter()
+    state = _WorkerState(spec, device, policy)
+    print(f"{WORKER_LOG_PREFIX} start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
+    while True:
+        try:
+            cmd, payload = conn.recv()
+        except EOFError:
+            return
+        if cmd == "quit":
+            return
+        try:
+            started = time.perf_counter()
+            value = getattr(state, cmd)(payload)
+            print(f"{WORKER_LOG_PREFIX} {cmd} {time.perf_counter() - started:.3f} s", flush=True)
+            tampered = changed(harness) if harness else []
+            if tampered:
+                conn.send(("tampered", f"the candidate replaced harness code: {', '.join(tampered[:5])}"))
+                return
+            conn.send(("ok", value))
+        except InputsModified as exc:
+            conn.send(("modified", str(exc)))
+        except Exception as exc:
+            traceback.print_exc()
+            # The candidate's worker always starts afresh after an error (it may have left anything behind).
+            status = ERROR_CONTEXT_INTACT if spec.name != "candidate" and _context_intact(device) else "error"
+            conn.send((status, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+
+
+def _context_intact(device: str) -> bool:
+    """False when the CUDA context is poisoned (a sticky error such as an illegal address makes every later
+    call fail, synchronize included)."""
+    if not str(device).startswith("cuda"):
+        return True
+    try:
+        import torch
+
+        from solbench.gpu import cudart
+
+        torch.cuda.synchronize()
+        # A non-sticky error the library never read back would surface in the next scenario's first call
+        # and be blamed on it: read and clear it here, and start afresh if there was one.
+        return cudart.load().clear_last_error() == 0
+    except Exception:
+        return False
+
+
+class _WorkerState:
+    """The worker's commands: each takes one payload and returns a picklable value."""
+
+    def __init__(self, spec: ImplSpec, device: str, policy: TimingPolicy):
+        import torch
+
+        from solbench.sandbox.impls import load_impl
+        from solbench.sandbox.timing import Timer
+
+        if device == "cpu":
+            torch.set_num_threads(1)  # workers take turns; threads fighting over cores only add noise
+        self.device = device
+        self.watch_inputs = spec.name == "candidate"
+        self.impl = load_impl(spec, device)
+        self.timer = Timer(policy, device)
+        self.policy = policy
+        self.check_inputs = None
+        self.calls = []
+
+    def _release_memory(self):
+        import gc
+
+        gc.collect()
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
+    def _sync(self):
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+
+    def release(self, payload=None):
+        """Drop the scenario's tensors and hand the cached blocks back to the device, so the next
+        implementation to prepare a large scenario finds the memory free."""
+        self.check_inputs = self.check_call = self.rotation = None
+        self.calls = []
+        self._release_memory()
+
+    def prepare(self, payload):
+        """Make the scenario's inputs (trial 0 for the check, rotated trials for timing) and bind."""
+        from solbench.supervisor.inputs import input_checksums, make_inputs
+        from solbench.core.scenario import Scenario
+
+        sc = Scenario.from_dict(payload["scenario"])
+        self.release()  # a worker never holds two scenarios at once
+        self.check_inputs = make_inputs(sc, trial=0, device=self.device)
+        self.check_call = self.impl.bind(self.check_inputs)
+        rotation = [make_inputs(sc, trial=t, device=self.device) for t in range(1, 1 + payload.get("rotate", 1))]
+        self.rotation = rotation
+        self.calls = [self.impl.bind(inp) for inp in rotation]
+        self.scenario = sc
+        self.timer.before_each = lambda i: self.rotation[i].poison()
+        self.sums = {id(inp): input_checksums(inp) for inp in [self.check_inputs, *rotation]}
+        return {"writes_lse": self._writes_lse()}
+
+    def _inputs_intact(self, inputs) -> None:
+        """Raise InputsModified when the candidate rewrote the inputs it was given (baselines are trusted
+        libraries and are not checked)."""
+        from solbench.supervisor.inputs import input_checksums
+
+        if not self.watch_inputs:
+            return
+        now = input_checksums(inputs)
+        touched = [name for name, value in self.sums[id(inputs)].items() if now.get(name) != value]
+        if touched:
+            raise InputsModified(f"the candidate modified its inputs in place: {', '.join(touched)}")
+
+    def _writes_lse(self) -> bool:
+        return getattr(self.impl, "writes_lse", True)
+
+    def check(self, payload):
+        """Poison, run once, return (out, lse) for the runner's verdict.
+
+        payload None: trial 0, before any timing. {"timed": True}: the last rotated copy, after timing
+        has called it many times, so a kernel that skips work on inputs it has seen (caching by
+        pointer) leaves poison behind."""
+        timed = bool(payload and payload.get("timed"))
+        inputs, call = (self.rotation[-1], self.calls[-1]) if timed else (self.check_inputs, self.check_call)
+        if timed:
+            from solbench.supervisor.inputs import input_checksums, make_inputs
+
+            # New contents behind the same pointers: a kernel that replays results cached by pointer
+            # returns the old trial's answer and fails.
+            refill(inputs, make_inputs(self.scenario, trial=payload["refill_trial"], device=self.device))
+            self.sums[id(inputs)] = input_checksums(inputs)
+        inputs.poison()
+        self._sync()
+        try:
+            call()
+        except Exception as exc:
+            if getattr(exc, "unsupported", False) or isinstance(exc, NotImplementedError):
+                return {"unsupported": str(exc) or type(exc).__name__}
+            raise
+        self._sync()
+        self._inputs_intact(inputs)
+        # Host copies, not CUDA IPC handles: nothing the runner holds depends on this process staying
+        # alive, and the copy is milliseconds next to the reference.
+        result = inputs.out.cpu(), inputs.lse.cpu()
+        if not timed:  # trial 0 is checked once: give its memory back before the timed copies are used
+            del self.sums[id(self.check_inputs)]
+            self.check_inputs = self.check_call = inputs = call = None
+            self._release_memory()
+        return result
+
+    def warm_up(self, payload):
+        self.timer.warm_up(self.calls)
+        return None
+
+    def round(self, payload):
+        """Take n timed samples; returns device/host samples, flags and telemetry."""
+        from solbench.gpu.telemetry import TelemetrySampler
+
+        from solbench.supervisor.inputs import poisoned
+
+        with TelemetrySampler(_device_index(self.device)) as sampler:
+            samples = self.timer.take(self.calls, payload["n"])
+        flags = {f for s in samples for f in s.flags}
+        for inp in self.rotation:
+            self._inputs_intact(inp)
+        # Every timed call had its outputs poisoned first: poison left means a call skipped its work.
+        if any(bool(poisoned(inp.out).any()) or (self._writes_lse() and bool(poisoned(inp.lse).any()))
+               for inp in self.rotation):
+            flags.add(UNWRITTEN_IN_TIMING)
+        return {
+            "device_ms": [s.device_ms for s in samples],
+            "host_ms": [s.host_ms for s in samples],
+            "flags": sorted(flags),
+            "telemetry": sampler.summary(),
+        }
+
+    def launcher_split(self, payload):
+        split = self.timer.launcher_split(self.calls[0])
+        return {k: getattr(split, k) for k in split.__dataclass_fields__}
+
+
+def refill(target, source) -> None:
+    """Copy a fresh trial's values (q, k, v, sinks, descales) into `target`'s tensors, keeping every
+    pointer. The page table stays: libraries plan around it in bind, and new values are enough to
+    expose a replayed result."""
+    for name in ("q", "k", "v", "sinks", "q_descale", "k_descale", "v_descale"):
+        dst, src = getattr(target, name), getattr(source, name)
+        if dst is not None:
+            dst.copy_(src)
+
+
+def _device_index(device: str) -> int:
+    if device != "cuda":
+        return -1
+    import torch
+
+    return torch.cuda.current_device()

@@ -1,0 +1,289 @@
+"""The runner: resolves the candidate and its comparators, starts one worker each, evaluates every
+scenario of the suite, and keeps `reports/<run-id>/results.json` valid after each scenario (written
+atomically), so an interruption loses nothing finished and `--resume` skips what is done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from solbench import __version__
+from solbench.core.errors import ConfigError
+from solbench.sandbox.impls import ImplSpec, candidate_kind
+from solbench.core.model import Outcome, RunResult, Status
+from solbench.core.policy import TimingPolicy
+
+REPO_KERNELS = Path(__file__).resolve().parents[2] / "reference_kernels"
+DEFAULT_SEED = {"cuda": "seed_attention.cu", "cpu": "torch_attention.py"}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one run needs; the CLI and the pytest plugin both build one of these."""
+
+    candidate: str
+    """Path to a .cu file or a Python module file."""
+    suite: str = "smoke"
+    """Suite name or path."""
+    arch: str | None = None
+    """Target arch; None = the GPU present (or 'cpu')."""
+    device: str | None = None
+    """'cuda' or 'cpu'; None = cuda when present."""
+    baselines: tuple[str, ...] | None = None
+    """Baselines to time against; None = every available one; () = none."""
+    seed: str | None = "default"
+    """Seed kernel path; 'default' = the shipped seed for the device; None = no seed comparator."""
+    policy: TimingPolicy = field(default_factory=TimingPolicy)
+    """Timing method, recorded in the result."""
+    out_dir: Path | None = None
+    """Run folder; None = reports/<run-id>/."""
+    timeout_s: float = 120.0
+    """Per request to a worker (one scenario's check, or one timing round)."""
+    resume: Path | None = None
+    """A previous run folder (or its results.json) to finish."""
+    retry_errors: bool = False
+    """With resume: evaluate again the scenarios `errored` picks (machine-caused errors, comparator failures)."""
+    filter: str | None = None
+    """Only scenarios whose id contains this."""
+    max_scenarios: int | None = None
+    """Only the first N (after the filter)."""
+    build_flags: tuple[str, ...] = ()
+    """Extra nvcc flags for a .cu candidate."""
+    allow_libs: tuple[str, ...] = ()
+    """Forbidden libraries to allow in the candidate's binary."""
+
+
+def resolve_device(requested: str | None) -> str:
+    if requested in ("cpu", "cuda"):
+        if requested == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ConfigError("--device cuda: no CUDA GPU is visible (torch.cuda.is_available() is False)")
+        return requested
+    if requested is not None:
+        raise ConfigError(f"--device must be 'cuda' or 'cpu', got {requested!r}")
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def gpu_arch() -> str | None:
+    """The arch name of the GPU present (h100, h200, b200, rtx3080), or None."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        name = torch.cuda.get_device_name().lower()
+    except Exception:
+        return None
+    for key, arch in (("h200", "h200"), ("h100", "h100"), ("b200", "b200"), ("3080", "rtx3080")):
+        if key in name:
+            return arch
+    return "sm_" + "".join(map(str, torch.cuda.get_device_capability()))
+
+
+def implementation_specs(config: RunConfig, device: str, arch: str) -> dict[str, ImplSpec]:
+    """candidate, seed, baselines: built and named, in the order they are reported."""
+    specs = {"candidate": _source_spec("candidate", config.candidate, arch, config)}
+    if config.seed:
+        seed_path = str(REPO_KERNELS / DEFAULT_SEED[device]) if config.seed == "default" else config.seed
+        if not Path(seed_path).exists():
+            raise ConfigError(f"seed kernel {seed_path} not found; pass --seed PATH or --seed none")
+        specs["seed"] = _source_spec("seed", seed_path, arch, config, candidate=False)
+    if device == "cuda":
+        from solbench.baselines import resolve_baselines
+
+        for name in resolve_baselines(config.baselines):
+            specs[name] = ImplSpec(name, "baseline", name, name)
+    elif config.baselines:
+        raise ConfigError("baselines need a GPU; on --device cpu pass no --baselines")
+    return specs
+
+
+BASELINE_PREFIX = "baseline:"
+"""`solbench run baseline:fa3`: a baseline library as the candidate (A/A experiments, leaderboard entries)."""
+
+
+def _source_spec(name: str, path: str, arch: str, config: RunConfig, candidate: bool = True) -> ImplSpec:
+    if path.startswith(BASELINE_PREFIX):
+        from solbench.baselines import resolve_baselines
+
+        (library,) = resolve_baselines((path[len(BASELINE_PREFIX):],))
+        return ImplSpec(name, "baseline", library, path)
+    if not Path(path).exists():
+        raise ConfigError(f"{path}: no such file")
+    kind = candidate_kind(path)
+    if kind == "cu":
+        from solbench.build.binary_check import check_binary
+        from solbench.build.nvcc import build
+
+        so_path = build(path, arch, extra_flags=config.build_flags if candidate else ()).so_path if path.endswith(".cu") else path
+        # Prebuilt .so files too: the library policy is about the binary, however it was made.
+        check_binary(so_path, allow=config.allow_libs if candidate else ())
+        return ImplSpec(name, "cu", str(Path(so_path).resolve()), Path(path).name)
+    return ImplSpec(name, kind, str(Path(path).resolve()), Path(path).name)
+
+
+def new_run_id(candidate: str, suite: str) -> str:
+    stem = candidate.replace(":", "-") if candidate.startswith(BASELINE_PREFIX) else Path(candidate).stem
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{stem}-{suite}"
+
+
+def write_result(result: RunResult, folder: Path) -> Path:
+    """Atomically replace folder/results.json: a reader never sees a half-written file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "results.json"
+    tmp = folder / ".results.json.tmp"
+    tmp.write_text(json.dumps(result.to_dict(), indent=1, allow_nan=False))  # strict JSON for every reader
+    os.replace(tmp, path)
+    return path
+
+
+def load_result(path: Path) -> RunResult:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        return RunResult.from_dict(json.loads(path.read_text()))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read results: {exc}") from None
+
+
+def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) -> RunResult:
+    """Evaluate the candidate on the suite; returns the RunResult also written to disk."""
+    from solbench.gpu.environment import collect
+    from solbench.supervisor.evaluate import evaluate
+    from solbench.core.roofline import bounds_for, profile_provenance
+    from solbench.core.suites import load_suite
+    from solbench.sandbox.worker import Worker
+
+    device = resolve_device(config.device)
+    arch = config.arch or (gpu_arch() if device == "cuda" else "cpu")
+    suite = load_suite(config.suite)
+    scenarios = suite.select(config.filter, config.max_scenarios).scenarios
+    if not scenarios:
+        raise ConfigError(f"no scenario of suite {suite.name!r} matches --filter {config.filter!r}")
+    policy = replace(config.policy, method="cuda_events" if device == "cuda" else "host_clock")
+    specs = implementation_specs(config, device, arch)
+
+    previous = load_result(config.resume) if config.resume else None
+    folder = Path(config.resume or config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
+    if folder.suffix == ".json":
+        folder = folder.parent
+    if config.retry_errors and not previous:
+        raise ConfigError("--retry-errors goes with --resume RUN (it evaluates that run's errored scenarios again)")
+    kept = {o.scenario_id: o for o in previous.outcomes} if previous else {}
+    candidate_info = {"name": Path(config.candidate).name, "path": str(config.candidate),
+                      "kind": specs["candidate"].kind, "sha256": _sha256(config.candidate),
+                      "build_flags": list(config.build_flags),
+                      "implementations": {n: s.label for n, s in specs.items()}}
+    environment = collect(device, {"solbench_version": __version__})
+    environment["roofline_profile"] = profile_provenance(arch)
+    if previous:
+        _same_run_or_refuse(previous, config, suite.hash, candidate_info, arch, policy, environment)
+    result = RunResult(
+        run_id=folder.name, suite=suite.name, suite_hash=suite.hash, candidate=candidate_info, arch=arch,
+        environment=environment, policy=policy.to_dict(),
+        outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept), scenario_count=len(scenarios),
+    )
+    write_result(result, folder)
+    bound_fn = bounds_for(arch)
+    workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log", setup_s=_setup_s(s)) for n, s in specs.items()}
+    supports = _baseline_claims(specs, arch)
+    # Scenarios never run first, then those retried: a retry replaces its outcome only once it is done,
+    # so an interrupted retry loses nothing.
+    todo = [s for s in scenarios if s.id not in kept]
+    if config.retry_errors:
+        todo += [s for s in scenarios if s.id in kept and errored(kept[s.id])]
+    try:
+        for sc in todo:
+            outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports)
+            kept[sc.id] = outcome
+            result = replace(result, outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept))
+            write_result(result, folder)
+            if on_outcome:
+                on_outcome(outcome)
+        result = replace(result, complete=True)
+        write_result(result, folder)
+    finally:
+        for w in workers.values():
+            w.stop()
+    return result
+
+
+MACHINE_ERRORS = ("OutOfMemoryError", "out of memory", "worker died", "no answer to")
+"""Words of a runtime_error or timeout reason that the machine, not the implementation, may have caused."""
+
+
+def errored(outcome: Outcome) -> bool:
+    """Worth evaluating again (`--retry-errors`): the candidate timed out, died or ran out of memory, which
+    a machine can cause (its own error comes back every time: --resume pins its source); or a comparator
+    failed in any way. An adapter is solbench's code, fixed or narrowed since the run was recorded: the
+    retry records its new answer (passed, or skipped where the claim was withdrawn) or the failure again."""
+    status, reason = outcome.status.value, outcome.reason
+    if status == Status.TIMEOUT.value or (status == Status.RUNTIME_ERROR.value
+                                          and any(w in reason for w in MACHINE_ERRORS)):
+        return True
+    return any(Status(c.get("status", Status.SKIPPED.value)).is_failure for c in outcome.comparators.values())
+
+
+def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str, candidate: dict, arch: str,
+                        policy: TimingPolicy, environment: dict) -> None:
+    """--resume finishes the same run: same suite version, candidate source, arch, policy, GPU and set of
+    implementations (a baseline missing on the resuming machine would change the denominators halfway)."""
+    gpu = (environment.get("gpu") or {}).get("name")
+    checks = {
+        "suite version": (previous.suite_hash, suite_hash),
+        "candidate source (sha256)": (previous.candidate.get("sha256"), candidate["sha256"]),
+        "arch": (previous.arch, arch),
+        "timing policy": (previous.policy, policy.to_dict()),
+        "GPU": ((previous.environment.get("gpu") or {}).get("name"), gpu),
+        "set of implementations (install the same baselines, or pass the same --baselines)":
+            (sorted(previous.candidate.get("implementations", candidate["implementations"])),
+             sorted(candidate["implementations"])),
+    }
+    for what, (before, now) in checks.items():
+        if before != now:
+            raise ConfigError(f"--resume {config.resume}: the {what} differs from the interrupted run's; "
+                              "start a new run instead")
+
+
+def _setup_s(spec: ImplSpec) -> float:
+    """A baseline's allowance for compiling a new configuration (0 for .cu and Python implementations)."""
+    if spec.kind != "baseline":
+        return 0.0
+    from solbench.baselines import get_adapter_class
+
+    return float(get_adapter_class(spec.path).setup_s)
+
+
+def _baseline_claims(specs: dict[str, ImplSpec], arch: str) -> dict:
+    """Per baseline, scenario -> (ok, reason): a pair it does not claim is skipped, never run."""
+    from solbench.baselines import claims
+
+    def claim_for(name):
+        def claim(sc):
+            support = claims(name, sc, arch)
+            return support.ok, support.reason
+        return claim
+
+    return {n: claim_for(s.path) for n, s in specs.items() if s.kind == "baseline"}
+
+
+def _sha256(path: str) -> str:
+    """Of the candidate's source; for a baseline, of its name and installed version."""
+    import hashlib
+
+    if path.startswith(BASELINE_PREFIX):
+        from solbench.baselines import get_adapter_class
+
+        library = path[len(BASELINE_PREFIX):]
+        return hashlib.sha256(f"{library} {get_adapter_class(library).version()}".encode()).hexdigest()
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

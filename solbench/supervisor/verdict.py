@@ -1,0 +1,115 @@
+"""Correctness verdict: one implementation's output against the fp32 reference (and the seed's error).
+
+Checks, in order: unwritten (poison left), non-finite values, an all-zero output where the reference is
+not, element tolerance, the error budget relative to the seed, LSE. The first failing check decides the
+status; ErrorStats always carries every number so a report can say by how much.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solbench.supervisor.inputs import poisoned
+from solbench.core.model import ErrorStats, Status
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Element rule |out - ref| <= atol + rtol * |ref|, and how much slack the verdict allows."""
+
+    atol: float
+    """Absolute tolerance."""
+    rtol: float
+    """Relative tolerance."""
+    max_outside_frac: float = 1e-4
+    """Fraction of elements allowed outside the rule (isolated rounding outliers)."""
+    hard_factor: float = 5.0
+    """No element may exceed hard_factor times its own tolerance."""
+    seed_budget: float = 8.0
+    """Mean |error| may be at most this many times the seed's mean |error| (plus atol / 10)."""
+    lse_atol: float = 2e-2
+    """Absolute LSE tolerance (natural log) on rows whose reference LSE is finite."""
+
+
+# bf16/fp16 outputs round at 2^-8 / 2^-11 relative; fp8 kernels also quantise P to e4m3 (2^-4).
+TOLERANCES = {
+    "bf16": Tolerance(atol=1e-2, rtol=2e-2),
+    "fp16": Tolerance(atol=5e-3, rtol=1e-2),
+    "fp8_e4m3": Tolerance(atol=3e-2, rtol=8e-2, seed_budget=50.0, lse_atol=5e-2),
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Status, one-line reason, and the numbers behind them."""
+
+    status: Status
+    reason: str
+    error: ErrorStats
+
+
+def judge(out, lse, ref_out, ref_lse, dtype: str, writes_lse: bool = True,
+          seed_error: ErrorStats | None = None, tol: Tolerance | None = None) -> Verdict:
+    """Compare (out, lse) with the reference (fp32 tensors of the same shapes, same device)."""
+    import torch
+
+    tol = tol or TOLERANCES[dtype]
+    unwritten = int(poisoned(out).sum())
+    if writes_lse:
+        unwritten += int(poisoned(lse).sum())
+    out32 = out.to(torch.float32)
+    nonfinite = int((~torch.isfinite(out32)).sum()) - int(poisoned(out).sum())
+    diff = (out32 - ref_out).abs()
+    finite = torch.isfinite(diff)
+    allowed = tol.atol + tol.rtol * ref_out.abs()
+    outside = (~finite) | (diff > allowed)
+    over_hard = (~finite) | (diff > tol.hard_factor * allowed)
+    clean = torch.where(finite, diff, torch.zeros_like(diff))
+    numel = max(1, diff.numel())
+    lse_err, lse_bad = None, 0
+    if writes_lse and lse is not None:
+        lse_err, lse_bad = _lse_error(lse, ref_lse)
+    error = ErrorStats(
+        max_abs=float(clean.max()) if diff.numel() else 0.0,
+        mean_abs=float(clean.mean()) if diff.numel() else 0.0,
+        frac_outside_tol=float(outside.sum()) / numel,
+        atol=tol.atol, rtol=tol.rtol, lse_max_abs=lse_err, unwritten=unwritten,
+        nonfinite=max(0, nonfinite) + lse_bad,
+        seed_max_abs=seed_error.max_abs if seed_error else None,
+    )
+    return Verdict(*_decide(error, tol, bool(over_hard.any()), out32, ref_out, seed_error), error)
+
+
+def _lse_error(lse, ref_lse):
+    """(max |lse - ref| on rows with a finite reference, count of rows whose finiteness disagrees)."""
+    import torch
+
+    ref_finite = torch.isfinite(ref_lse)
+    got_neg_inf = torch.isneginf(lse)
+    finiteness_wrong = int(((~ref_finite) & ~got_neg_inf).sum()) + int((ref_finite & ~torch.isfinite(lse)).sum())
+    if ref_finite.any():
+        d = (lse[ref_finite] - ref_lse[ref_finite]).abs()
+        finite = torch.isfinite(d)
+        # Non-finite differences are counted in finiteness_wrong; the max stays a finite number (JSON).
+        err = float(d[finite].max()) if finite.any() else None
+    else:
+        err = 0.0
+    return err, finiteness_wrong
+
+
+def _decide(e: ErrorStats, tol: Tolerance, any_over_hard: bool, out32, ref_out, seed_error):
+    if e.unwritten:
+        return Status.UNWRITTEN, f"{e.unwritten} output elements never written (poison left)"
+    if e.nonfinite:
+        return Status.NONFINITE, f"{e.nonfinite} NaN/Inf values (or LSE rows that should be -inf and are not)"
+    if out32.numel() and not bool(out32.any()) and bool(ref_out.any()):
+        return Status.MISMATCH, "output is all zeros but the reference is not"
+    if e.frac_outside_tol > tol.max_outside_frac or any_over_hard:
+        return Status.MISMATCH, (f"{e.frac_outside_tol:.3%} of elements outside atol={tol.atol:g} rtol={tol.rtol:g}; "
+                                 f"max |err| {e.max_abs:.3g}")
+    if seed_error is not None and e.mean_abs > tol.seed_budget * seed_error.mean_abs + tol.atol / 10:
+        return Status.MISMATCH, (f"mean |err| {e.mean_abs:.3g} exceeds {tol.seed_budget:g}x the seed's "
+                                 f"{seed_error.mean_abs:.3g}")
+    if e.lse_max_abs is not None and e.lse_max_abs > tol.lse_atol:
+        return Status.MISMATCH, f"LSE max |err| {e.lse_max_abs:.3g} > {tol.lse_atol:g}"
+    return Status.PASSED, ""
