@@ -181,7 +181,7 @@ def spec_for(key):
     )
     from flashinfer.jit.quantization import gen_quantization_module
 
-    from solbench.supervisor.inputs import torch_dtype
+    from solbench.core.tensors import torch_dtype
 
     kind = key[0]
     if kind == "packbits":

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from solbench.core import masks
-from solbench.supervisor.inputs import LOGIT_STD, SINK_OFFSET, make_inputs, poisoned
+from solbench.supervisor.inputs import LOGIT_STD, SINK_OFFSET, make_inputs
+from solbench.core.tensors import poisoned
 from solbench.core.scenario import MaskSpec, Scenario
 
 TENSORS = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_kv", "kv_lens", "page_table", "sinks", "mask_bits",

@@ -14,7 +14,8 @@ from solbench.core.errors import LoadError
 from solbench.sandbox.loader import CuKernel, KernelCallError, load
 
 torch = pytest.importorskip("torch")
-from solbench.supervisor.inputs import make_inputs, poisoned  # noqa: E402  (needs torch)
+from solbench.supervisor.inputs import make_inputs  # noqa: E402  (needs torch)
+from solbench.core.tensors import poisoned
 from solbench.core.scenario import MaskSpec, Scenario  # noqa: E402
 
 DATA = Path(__file__).parent / "data"

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from solbench.supervisor.inputs import make_inputs, poisoned
+from solbench.supervisor.inputs import make_inputs
+
+from solbench.core.tensors import poisoned
 from solbench.supervisor.reference import reference
 from solbench.core.scenario import MaskSpec, Scenario
 

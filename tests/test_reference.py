@@ -310,3 +310,20 @@ def test_reference_matches_brute_force_on_every_smoke_and_edge_scenario(suite_na
         idx = torch.tensor(sorted(rows))
         assert_matches(got_out[idx], want_out[idx], atol=1e-5)
         assert_matches(got_lse[idx], want_lse[idx], atol=1e-5)
+
+
+@pytest.mark.parametrize("index", range(10))
+def test_reference_rows_match_the_full_reference(index):
+    """The rows the supervisor checks after each timed round: the same numbers as the full reference."""
+    from solbench.core.suites import load_suite
+    from solbench.supervisor.reference import reference_rows
+
+    sc = load_suite("smoke").scenarios[index]
+    inp = make_inputs(sc, trial=3)
+    out, lse = reference(inp)
+    tokens = sorted({0, sc.total_q // 2, sc.total_q - 1}) if sc.total_q else []
+    rows_out, rows_lse = reference_rows(inp, tokens)
+    assert torch.allclose(rows_out, out[tokens], atol=1e-5, rtol=1e-5)  # fp32 rounding of other chunks
+    assert torch.equal(torch.isneginf(rows_lse), torch.isneginf(lse[tokens]))
+    finite = torch.isfinite(lse[tokens])
+    assert torch.allclose(rows_lse[finite], lse[tokens][finite], atol=1e-5)

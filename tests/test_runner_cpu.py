@@ -175,13 +175,14 @@ def test_cu_candidate_on_cpu_is_a_clear_error(capsys):
     assert "needs a GPU" in capsys.readouterr().err
 
 
-def test_caching_by_pointer_is_caught_after_timing(tmp_path):
+def test_caching_by_pointer_is_caught_on_a_timed_call(tmp_path):
     result = run(RunConfig(candidate="tests/data/candidates/caches_by_pointer.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=3))
     assert all(o.status is Status.UNWRITTEN for o in result.outcomes)
-    # The first scenario's buffers are all new, so only the check after timing can catch it there
-    # (later scenarios may reuse freed addresses it has already seen, and fail on their first call).
-    assert result.outcomes[0].reason.startswith("after timing:")
+    # The first scenario's buffers are all new, so only the supervisor's check of the timed calls can
+    # catch it there (later scenarios may reuse freed addresses it has already seen, and fail on their
+    # first call).
+    assert result.outcomes[0].reason.startswith("while timing: timed call on input copy")
 
 
 def test_a_baseline_can_be_the_candidate(tmp_path):
@@ -203,13 +204,14 @@ def test_unknown_arch_is_a_config_error(capsys):
 
 
 def test_replaying_cached_results_is_caught(tmp_path):
-    """Correct values copied back from a cache keyed by pointer: caught by the check after timing, whose
-    copy is refilled with new values behind the same pointers."""
+    """Correct values copied back from a cache keyed by pointer: caught on the first timed round, since
+    the supervisor refills every copy with new values (same pointers) after warm-up and each round."""
     result = run(RunConfig(candidate="tests/data/candidates/replays_by_pointer.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=3))
     assert all(o.status is not Status.PASSED for o in result.outcomes)
     # (later scenarios may trip over addresses the cache saw in an earlier scenario, and fail otherwise)
-    assert result.outcomes[0].status is Status.MISMATCH and result.outcomes[0].reason.startswith("after timing:")
+    first = result.outcomes[0]
+    assert first.status is Status.MISMATCH and first.reason.startswith("while timing: timed call on input copy 0 in round 1")
 
 
 def test_skipping_work_on_timed_calls_is_caught(tmp_path):
@@ -259,13 +261,15 @@ def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, k
     from solbench.core.suites import load_suite
     from solbench.sandbox.worker import Worker, WorkerFailure
 
+    from solbench.supervisor.inputs import make_inputs
+
     sc = load_suite("smoke").scenarios[0]
     worker = Worker(ImplSpec(name, "python", _raising_module(tmp_path)), "cpu", QUICK, tmp_path / "w.log")
     try:
-        worker.request("prepare", {"scenario": sc.to_dict(), "rotate": 1}, 60)
+        worker.request("prepare", {"check": make_inputs(sc, 0), "rotation": [make_inputs(sc, 1)]}, 60)
         pid = worker._proc.pid
         with pytest.raises(WorkerFailure, match="library says no") as failure:
-            worker.request("check", {"timed": False, "refill_trial": 2}, 60)
+            worker.request("check", None, 60)
         assert failure.value.kind == "error"
         assert (worker._proc is not None and worker._proc.pid == pid) is kept
     finally:
@@ -283,10 +287,13 @@ def test_compiling_baselines_get_a_setup_allowance_and_others_none():
 
 
 def test_prepare_waits_for_the_setup_allowance_and_the_check_does_not():
-    from solbench.supervisor.evaluate import _check
-    from solbench.core.policy import QUICK
+    import random
+
     from solbench.core.suites import load_suite
     from solbench.sandbox.worker import WorkerFailure
+    from solbench.supervisor.audit import TimedCopies
+    from solbench.supervisor.evaluate import _check
+    from solbench.supervisor.inputs import make_inputs
 
     class Recorder:
         setup_s = 500.0
@@ -303,7 +310,9 @@ def test_prepare_waits_for_the_setup_allowance_and_the_check_does_not():
 
     worker = Recorder()
     sc = load_suite("smoke").scenarios[0]
-    status, _, _ = _check(sc, worker, None, None, QUICK, 120.0, seed_error=None)
+    rng = random.Random(0)
+    copies = TimedCopies.make(sc, 1, "cpu", b"", audited=True, rng=rng)
+    status, _, _ = _check(sc, worker, make_inputs(sc, 0), copies, None, None, 120.0, seed_error=None, rng=rng)
     assert status.value == "timeout"
     assert worker.timeouts == {"prepare": 620.0, "check": 120.0}
 
@@ -344,9 +353,13 @@ def test_rounds_alternate_order_so_a_position_bias_cancels_in_the_ratios():
     would be 0.99 and the CI would exclude 1; alternating the order leaves the pair geomean at 1."""
     from dataclasses import replace as dc_replace
 
-    from solbench.supervisor.evaluate import _time_interleaved, round_order
+    import random
+
     from solbench.core.policy import QUICK
     from solbench.core.stats import geomean_ci
+    from solbench.core.suites import load_suite
+    from solbench.supervisor.audit import TimedCopies
+    from solbench.supervisor.evaluate import _time_interleaved, round_order
 
     assert round_order(["candidate", "seed", "fa3"], 0) == ["candidate", "seed", "fa3"]
     assert round_order(["candidate", "seed", "fa3"], 1) == ["fa3", "seed", "candidate"]
@@ -358,12 +371,14 @@ def test_rounds_alternate_order_so_a_position_bias_cancels_in_the_ratios():
                 return {}
             calls.append(self)
             first = len(calls) % 2 == 1  # two workers: odd calls open a round
-            ms = [1.01 if first else 1.0] * payload["n"]
+            ms = [1.01 if first else 1.0] * len(payload["order"])
             return {"device_ms": ms, "host_ms": ms, "flags": [], "telemetry": {}}
 
     policy = dc_replace(QUICK, min_rounds=3, max_rounds=9, launcher_ab=False)
     workers = {"candidate": SameKernel(), "seed": SameKernel()}
-    _, ratios = _time_interleaved(workers, policy, 10.0, "host_clock")
+    sc = load_suite("smoke").scenarios[0]
+    timed = {n: TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
+    _, ratios = _time_interleaved(workers, timed, policy, 10.0, "host_clock")
     per_round = ratios["seed"]
     assert len(per_round) % 2 == 0  # stopped after whole pairs of rounds (at least min_rounds)
     assert min(per_round) < 1 < max(per_round)

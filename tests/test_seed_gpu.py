@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-from solbench.supervisor.inputs import make_inputs, poisoned  # noqa: E402
+from solbench.supervisor.inputs import make_inputs  # noqa: E402
+from solbench.core.tensors import poisoned
 from solbench.sandbox.loader import load  # noqa: E402
 from solbench.core.model import Status  # noqa: E402
 from solbench.supervisor.reference import reference  # noqa: E402

@@ -2,7 +2,7 @@
 
 import torch
 
-from solbench.supervisor.inputs import fill_poison
+from solbench.core.tensors import fill_poison
 from solbench.core.model import ErrorStats, Status
 from solbench.supervisor.verdict import TOLERANCES, judge
 

@@ -95,7 +95,7 @@ def _ptr_of(t) -> int | None:
 
 
 def params_from_inputs(inputs, stream: int = 0, workspace: int = 0, workspace_bytes: int = 0) -> SolbenchAttentionParams:
-    """Fill the struct from an `solbench.supervisor.inputs.Inputs`: pointers into its own tensors, no copies.
+    """Fill the struct from an `solbench.core.tensors.Inputs`: pointers into its own tensors, no copies.
 
     `stream` is a cudaStream_t as an integer (0 = legacy default stream); `workspace` a device
     pointer of `workspace_bytes` bytes. The tensors must stay alive while the struct is used.

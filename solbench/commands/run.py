@@ -78,7 +78,8 @@ def run(args) -> int:
     print(render_table(result))
     print()
     print(render_summary(result))
-    print(f"\nresults: {folder / 'results.json'}")
+    # Every process the workers started has ended: this digest is the record's, for anyone to verify.
+    print(f"\nresults: {folder / 'results.json'} (sha256 {runner.record_digest(folder)})")
     return 0 if all(o.status is Status.PASSED for o in result.outcomes) else 1
 
 

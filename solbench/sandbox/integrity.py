@@ -3,7 +3,8 @@ module, or a .so that can reach the Python C API), so it could replace the funct
 it. The worker snapshots those functions before the candidate is loaded and compares before every reply.
 
 This catches replacement of the named functions, the simple and likely attack; code determined to evade
-it from inside the process can. The fp32 reference and the verdict run in the runner process, out of reach.
+it from inside the process can. What decides a verdict is out of reach in the supervisor's process: the
+inputs' content, the fp32 reference, the checks of every timed call's outputs and of the inputs.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from __future__ import annotations
 import importlib
 
 WATCHED = {
-    "solbench.sandbox.worker": ("_WorkerState", "refill"),
+    "solbench.sandbox.worker": ("_WorkerState",),
     "solbench.sandbox.timing": ("Timer",),
     "solbench.gpu.cuda_ops": ("CudaOps",),
-    "solbench.supervisor.inputs": ("poisoned", "fill_poison", "make_inputs", "Inputs"),
     "solbench.gpu.telemetry": ("TelemetrySampler",),
     "time": ("perf_counter",),
 }

@@ -2,8 +2,10 @@
 
 Runner side: `Worker(spec, device, policy, log_path)` with `request(cmd, payload, timeout_s)`; a worker
 that dies (segfault), hangs (timeout) or reports an error is killed and restarted on the next request.
-Worker side: `_serve` holds the loaded implementation, the scenario's inputs and a Timer. Outputs come
-back as tensors through torch.multiprocessing (CUDA IPC on a GPU, shared memory on CPU).
+Worker side: `_serve` holds the loaded implementation, the inputs the supervisor shared with it and a
+Timer. The supervisor allocates every tensor (CUDA IPC on a GPU, shared memory on CPU): the worker only
+calls, and the supervisor reads the outputs and checks the inputs in its own memory, so nothing the
+worker reports decides a verdict.
 """
 
 from __future__ import annotations
@@ -18,13 +20,6 @@ from pathlib import Path
 from solbench.sandbox.impls import ImplSpec
 from solbench.core.policy import TimingPolicy
 
-
-class InputsModified(RuntimeError):
-    """A candidate rewrote the inputs it was given (reported as a mismatch: its answers rest on other data)."""
-
-
-UNWRITTEN_IN_TIMING = "unwritten_in_timing"
-"""Flag: some timed call left its (freshly poisoned) outputs unwritten."""
 
 ERROR_CONTEXT_INTACT = "error_context_intact"
 """Reply status: a trusted implementation raised but a device synchronize still succeeds."""
@@ -71,6 +66,10 @@ class Worker:
         self._conn = parent
 
     @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self.running else None
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
@@ -93,7 +92,7 @@ class Worker:
             # A trusted implementation (seed, baseline) raised, and its CUDA context still works: keep the
             # worker, and with it the library's compiled kernels and plans.
             raise WorkerFailure("error", f"{self.spec.name}: {value}")
-        if status in ("error", "tampered", "modified"):
+        if status in ("error", "tampered"):
             self.stop(kill=True)  # the CUDA context may be poisoned (illegal address): start afresh
             raise WorkerFailure(status, f"{self.spec.name}: {value}")
         return value
@@ -180,8 +179,6 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
                 conn.send(("tampered", f"the candidate replaced harness code: {', '.join(tampered[:5])}"))
                 return
             conn.send(("ok", value))
-        except InputsModified as exc:
-            conn.send(("modified", str(exc)))
         except Exception as exc:
             traceback.print_exc()
             # The candidate's worker always starts afresh after an error (it may have left anything behind).
@@ -219,11 +216,9 @@ class _WorkerState:
         if device == "cpu":
             torch.set_num_threads(1)  # workers take turns; threads fighting over cores only add noise
         self.device = device
-        self.watch_inputs = spec.name == "candidate"
         self.impl = load_impl(spec, device)
         self.timer = Timer(policy, device)
-        self.policy = policy
-        self.check_inputs = None
+        self.check_call = None
         self.calls = []
 
     def _release_memory(self):
@@ -243,117 +238,59 @@ class _WorkerState:
             torch.cuda.synchronize()
 
     def release(self, payload=None):
-        """Drop the scenario's tensors and hand the cached blocks back to the device, so the next
-        implementation to prepare a large scenario finds the memory free."""
-        self.check_inputs = self.check_call = self.rotation = None
+        """Drop the scenario's tensors (the supervisor's memory) and hand the cached blocks back to the
+        device, so the next implementation to prepare a large scenario finds the memory free."""
+        self.check_call = None
         self.calls = []
         self._release_memory()
 
     def prepare(self, payload):
-        """Make the scenario's inputs (trial 0 for the check, rotated trials for timing) and bind."""
-        from solbench.supervisor.inputs import input_checksums, make_inputs
-        from solbench.core.scenario import Scenario
-
-        sc = Scenario.from_dict(payload["scenario"])
+        """Bind the supervisor's inputs: payload {"check": Inputs, "rotation": [Inputs, ...]}."""
         self.release()  # a worker never holds two scenarios at once
-        self.check_inputs = make_inputs(sc, trial=0, device=self.device)
-        self.check_call = self.impl.bind(self.check_inputs)
-        rotation = [make_inputs(sc, trial=t, device=self.device) for t in range(1, 1 + payload.get("rotate", 1))]
-        self.rotation = rotation
-        self.calls = [self.impl.bind(inp) for inp in rotation]
-        self.scenario = sc
-        self.timer.before_each = lambda i: self.rotation[i].poison()
-        self.sums = {id(inp): input_checksums(inp) for inp in [self.check_inputs, *rotation]}
-        return {"writes_lse": self._writes_lse()}
+        self.check_call = self.impl.bind(payload["check"])
+        self.calls = [self.impl.bind(inp) for inp in payload["rotation"]]
+        return {"writes_lse": bool(getattr(self.impl, "writes_lse", True))}
 
-    def _inputs_intact(self, inputs) -> None:
-        """Raise InputsModified when the candidate rewrote the inputs it was given (baselines are trusted
-        libraries and are not checked)."""
-        from solbench.supervisor.inputs import input_checksums
-
-        if not self.watch_inputs:
-            return
-        now = input_checksums(inputs)
-        touched = [name for name, value in self.sums[id(inputs)].items() if now.get(name) != value]
-        if touched:
-            raise InputsModified(f"the candidate modified its inputs in place: {', '.join(touched)}")
-
-    def _writes_lse(self) -> bool:
-        return getattr(self.impl, "writes_lse", True)
-
-    def check(self, payload):
-        """Poison, run once, return (out, lse) for the runner's verdict.
-
-        payload None: trial 0, before any timing. {"timed": True}: the last rotated copy, after timing
-        has called it many times, so a kernel that skips work on inputs it has seen (caching by
-        pointer) leaves poison behind."""
-        timed = bool(payload and payload.get("timed"))
-        inputs, call = (self.rotation[-1], self.calls[-1]) if timed else (self.check_inputs, self.check_call)
-        if timed:
-            from solbench.supervisor.inputs import input_checksums, make_inputs
-
-            # New contents behind the same pointers: a kernel that replays results cached by pointer
-            # returns the old trial's answer and fails.
-            refill(inputs, make_inputs(self.scenario, trial=payload["refill_trial"], device=self.device))
-            self.sums[id(inputs)] = input_checksums(inputs)
-        inputs.poison()
+    def check(self, payload=None):
+        """Run the check copy once (the supervisor poisoned its outputs and judges them); None, or
+        {"unsupported": why} when the implementation declines the scenario."""
         self._sync()
         try:
-            call()
+            self.check_call()
         except Exception as exc:
             if getattr(exc, "unsupported", False) or isinstance(exc, NotImplementedError):
+                self.check_call = None
                 return {"unsupported": str(exc) or type(exc).__name__}
+            # Keep the shared tensors: releasing CUDA IPC memory in a poisoned context aborts the process
+            # before the error is reported (the worker is replaced after an error anyway).
             raise
         self._sync()
-        self._inputs_intact(inputs)
-        # Host copies, not CUDA IPC handles: nothing the runner holds depends on this process staying
-        # alive, and the copy is milliseconds next to the reference.
-        result = inputs.out.cpu(), inputs.lse.cpu()
-        if not timed:  # trial 0 is checked once: give its memory back before the timed copies are used
-            del self.sums[id(self.check_inputs)]
-            self.check_inputs = self.check_call = inputs = call = None
-            self._release_memory()
-        return result
+        self.check_call = None  # checked once: the supervisor frees that copy
+        return None
 
     def warm_up(self, payload):
         self.timer.warm_up(self.calls)
         return None
 
     def round(self, payload):
-        """Take n timed samples; returns device/host samples, flags and telemetry."""
+        """One timed call of each copy in payload["order"] (the supervisor refreshes their contents and
+        poisons their outputs before, and checks them after); returns device/host samples, flags and
+        telemetry."""
         from solbench.gpu.telemetry import TelemetrySampler
 
-        from solbench.supervisor.inputs import poisoned
-
+        order = payload["order"]
         with TelemetrySampler(_device_index(self.device)) as sampler:
-            samples = self.timer.take(self.calls, payload["n"])
-        flags = {f for s in samples for f in s.flags}
-        for inp in self.rotation:
-            self._inputs_intact(inp)
-        # Every timed call had its outputs poisoned first: poison left means a call skipped its work.
-        if any(bool(poisoned(inp.out).any()) or (self._writes_lse() and bool(poisoned(inp.lse).any()))
-               for inp in self.rotation):
-            flags.add(UNWRITTEN_IN_TIMING)
+            samples = self.timer.take([self.calls[i] for i in order], len(order))
         return {
             "device_ms": [s.device_ms for s in samples],
             "host_ms": [s.host_ms for s in samples],
-            "flags": sorted(flags),
+            "flags": sorted({f for s in samples for f in s.flags}),
             "telemetry": sampler.summary(),
         }
 
     def launcher_split(self, payload):
         split = self.timer.launcher_split(self.calls[0])
         return {k: getattr(split, k) for k in split.__dataclass_fields__}
-
-
-def refill(target, source) -> None:
-    """Copy a fresh trial's values (q, k, v, sinks, descales) into `target`'s tensors, keeping every
-    pointer. The page table stays: libraries plan around it in bind, and new values are enough to
-    expose a replayed result."""
-    for name in ("q", "k", "v", "sinks", "q_descale", "k_descale", "v_descale"):
-        dst, src = getattr(target, name), getattr(source, name)
-        if dst is not None:
-            dst.copy_(src)
 
 
 def _device_index(device: str) -> int:

@@ -1,9 +1,10 @@
 """Evaluate one scenario: check every implementation against the fp32 reference, then time them
 interleaved in rounds under one TimingPolicy, and form the per-round ratios.
 
-The candidate is checked first; if it is wrong, nothing is timed (its score is 0 anyway). A comparator
-that is wrong or crashes is recorded under `Outcome.comparators` and left out of timing: truth comes
-from the reference, never from a comparator.
+The candidate is checked last (the seed's error is its yardstick); if it is wrong, nothing is timed (its
+score is 0 anyway). A comparator that is wrong or crashes is recorded under `Outcome.comparators` and
+left out of timing: truth comes from the reference, never from a comparator. Every tensor lives in this
+process and is shared with the workers; the candidate's timed calls are checked here (solbench.supervisor.audit).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from solbench.core.model import ErrorStats, Measurement, Outcome, Status
 from solbench.core.policy import TimingPolicy
 from solbench.core.scenario import Scenario
 from solbench.sandbox.worker import Worker, WorkerFailure
+from solbench.supervisor.audit import AuditFailure, TimedCopies, changed_inputs, scenario_rng
 
 TRACE = os.environ.get("SOLBENCH_TRACE", "")
 """'1' prints phase times to stderr; any other non-empty value is a file they are appended to."""
@@ -64,75 +66,70 @@ def _device_bytes(device: str) -> int:
 
 
 FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR,
-                  "tampered": Status.TAMPERED, "modified": Status.MISMATCH}
+                  "tampered": Status.TAMPERED}
 
 
 def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, device: str,
-             timeout_s: float, bound_fn=None, supports=None) -> Outcome:
+             timeout_s: float, bound_fn=None, supports=None, secret: bytes = b"") -> Outcome:
     """workers: 'candidate' first, then comparators ('seed', baselines) in a fixed order.
 
     supports: per baseline, scenario -> (ok, reason); a pair a baseline does not claim is recorded as
-    skipped with its reason and never sent to the worker."""
-    (status, reason, error), comparators, ready, copies = _check_all(sc, workers, policy, device, timeout_s,
-                                                                     supports or {})
+    skipped with its reason and never sent to the worker. secret: the run's secret, from which every
+    input's content is drawn (b"" in tests: reproducible contents)."""
+    (status, reason, error), comparators, timed = _check_all(sc, workers, policy, device, timeout_s,
+                                                             supports or {}, secret)
     base = dict(scenario_id=sc.id, scenario=sc.to_dict(), error=error, comparators=comparators)
-    policy = replace(policy, rotate_inputs=copies)  # the check after timing refills the last copy timed
     if status is not Status.PASSED:
         return Outcome(status=status, reason=reason, **base)
+    copies = len(timed["candidate"].copies)
+    policy = replace(policy, rotate_inputs=copies)
     base["input_copies"] = copies
     t = time.perf_counter()
     method = "cuda_events" if device == "cuda" else "host_clock"
     while True:
         try:
-            measurements, ratios = _time_interleaved({n: workers[n] for n in ready}, policy, timeout_s, method)
+            measurements, ratios = _time_interleaved({n: workers[n] for n in timed}, timed, policy, timeout_s, method)
             break
+        except AuditFailure as exc:
+            return Outcome(status=exc.status, reason=f"while timing: {exc}", **base)
         except _TimingFailure as exc:
             if exc.worker == "candidate":
                 return Outcome(status=FAILURE_STATUS[exc.kind], reason=f"while timing: {exc}", **base)
             # A comparator that breaks while timed is dropped; the candidate is timed without it.
             comparators[exc.worker].update(status=FAILURE_STATUS[exc.kind].value, reason=f"while timing: {exc}")
-            ready.remove(exc.worker)
-    t = trace(f"{sc.id} timing", t)
-    status, reason = _recheck_after_timing(sc, workers["candidate"], policy, device, timeout_s)
-    trace(f"{sc.id} check after timing", t)
-    if status is not Status.PASSED:
-        return Outcome(status=status, reason=f"after timing: {reason}", **base)
+            del timed[exc.worker]
+    trace(f"{sc.id} timing", t)
     bound = bound_fn(sc) if bound_fn else None
     status, reason = _speed_verdict(measurements["candidate"], bound)
     return Outcome(status=status, reason=reason, measurements=measurements, ratios=ratios,
                    bound=bound.to_dict() if bound else None, **base)
 
 
-def _check_all(sc, workers, policy, device, timeout_s, supports):
-    """Check every implementation on trial 0: the candidate's verdict, the comparators' records, the
-    names that passed (only those are timed) and the number of rotated input copies they time on."""
-    from solbench.supervisor.inputs import make_inputs
+def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
+    """Check every implementation on trial 0: the candidate's verdict, the comparators' records, and the
+    input copies (TimedCopies) of those that passed, which are the ones timed."""
+    from solbench.supervisor.inputs import clone_inputs, make_inputs
     from solbench.supervisor.reference import reference
 
     t = time.perf_counter()
-    trial0 = make_inputs(sc, trial=0, device=device)
+    rng = scenario_rng(sc, secret)
+    trial0 = make_inputs(sc, trial=0, device=device, secret=secret)
     copy_bytes, device_bytes = trial0.nbytes, _device_bytes(device)
     claims = {n: supports[n](sc) for n in workers if n in supports}  # (ok, why); unlisted: always run
     holders = sum(1 for n in workers if claims.get(n, (True, ""))[0])  # those that will prepare
-    policy = replace(policy, rotate_inputs=input_copies(policy, copy_bytes, holders, device_bytes))
-    if device_bytes and holders * (1 + policy.rotate_inputs) * copy_bytes > MEMORY_SHARE / 2 * device_bytes:
-        # Idle workers still hold the previous scenario until their own prepare: free them all first.
-        for name, worker in workers.items():
-            if not worker.running:
-                continue
+    copies = input_copies(policy, copy_bytes, holders, device_bytes)
+    # Workers still hold the previous scenario's copies until their own prepare: free them all first.
+    for worker in workers.values():
+        if worker.running:
             try:
                 worker.request("release", None, timeout_s)
-            except WorkerFailure as exc:
-                # A broken worker is restarted by its next request and holds nothing; but the candidate
-                # caught replacing harness code (checked after every command) is this scenario's verdict.
-                if name == "candidate" and exc.kind == "tampered":
-                    return (Status.TAMPERED, str(exc), None), {}, [], policy.rotate_inputs
+            except WorkerFailure:
+                pass  # a broken worker is restarted by its next request and holds nothing
     ref_out, ref_lse = reference(trial0)
-    del trial0
     t = trace(f"{sc.id} reference", t)
     errors: dict[str, ErrorStats] = {}
     comparators: dict[str, dict] = {}
-    ready: list[str] = []
+    timed: dict[str, TimedCopies] = {}
     # Comparators first, so the candidate's verdict can use the seed's error as a yardstick.
     for name in [n for n in workers if n != "candidate"] + ["candidate"]:
         if name in claims:
@@ -143,38 +140,48 @@ def _check_all(sc, workers, policy, device, timeout_s, supports):
             if not ok:
                 comparators[name] = {"status": Status.SKIPPED.value, "reason": f"not supported: {why}", "error": None}
                 continue
-        status, reason, error = _check(sc, workers[name], ref_out, ref_lse, policy, timeout_s,
-                                       seed_error=errors.get("seed") if name == "candidate" else None)
+        audited = name == "candidate"
+        # The candidate gets copies of its own; trusted comparators share trial 0's input tensors.
+        check_copy = clone_inputs(trial0) if audited else trial0.with_outputs()
+        copies_for = TimedCopies.make(sc, copies, device, secret, audited, rng)
+        status, reason, error = _check(sc, workers[name], check_copy, copies_for, ref_out, ref_lse, timeout_s,
+                                       seed_error=errors.get("seed") if audited else None, rng=rng)
+        del check_copy
         if error is not None and status is Status.PASSED:  # a failed seed is no yardstick
             errors[name] = error
-        if name == "candidate":
+        if audited:
             candidate = (status, reason, error)
         else:
             comparators[name] = {"status": status.value, "reason": reason, "error": error.__dict__ if error else None}
         if status is Status.PASSED:
-            ready.append(name)
+            timed[name] = copies_for
         t = trace(f"{sc.id} check {name}", t)
-    return candidate, comparators, ready, policy.rotate_inputs
+    return candidate, comparators, timed
 
 
-def refill_trial(policy: TimingPolicy) -> int:
-    """The trial whose inputs refill the last timed copy before the check after timing (never timed)."""
-    return policy.rotate_inputs + 1
+def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse, timeout_s, seed_error, rng):
+    """(status, reason, ErrorStats | None) for one implementation on trial 0, after a fresh prepare that
+    binds its check copy and its timing copies."""
+    from solbench.supervisor.inputs import input_fingerprint
+    from solbench.supervisor.verdict import judge
 
-
-def _recheck_after_timing(sc, worker, policy, device, timeout_s):
-    """Check the candidate again on an input copy the timing loop used many times, refilled with a new
-    trial: a kernel whose later calls skip work or replay results cached by pointer fails here."""
-    from solbench.supervisor.inputs import make_inputs
-    from solbench.supervisor.reference import reference
-
-    fresh = make_inputs(sc, trial=refill_trial(policy), device=device)
-    if fresh.page_table is not None:  # the refilled copy keeps its own page table (see worker.refill)
-        fresh = replace(fresh, page_table=make_inputs(sc, trial=policy.rotate_inputs, device=device).page_table)
-    ref_out, ref_lse = reference(fresh)
-    del fresh
-    status, reason, _ = _check(sc, worker, ref_out, ref_lse, policy, timeout_s, seed_error=None, timed=True)
-    return status, reason
+    key = rng.getrandbits(62)
+    before = input_fingerprint(check_copy, key) if timed.audited else None
+    try:
+        info = worker.request("prepare", {"check": check_copy, "rotation": timed.copies}, timeout_s + worker.setup_s)
+        reply = worker.request("check", None, timeout_s)
+    except WorkerFailure as exc:
+        return FAILURE_STATUS[exc.kind], str(exc), None
+    if isinstance(reply, dict):
+        return Status.SKIPPED, f"declined (unsupported): {reply['unsupported']}", None
+    worker.writes_lse = timed.writes_lse = info["writes_lse"]
+    if before is not None:
+        touched = changed_inputs(before, input_fingerprint(check_copy, key))
+        if touched:
+            return Status.MISMATCH, f"the candidate modified its inputs in place: {', '.join(touched)}", None
+    verdict = judge(check_copy.out, check_copy.lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"],
+                    seed_error=seed_error)
+    return verdict.status, verdict.reason, verdict.error
 
 
 def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
@@ -183,14 +190,11 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     from solbench.core.roofline import is_faster_than_light
     from solbench.core.stats import median
     from solbench.sandbox.timing import HOST_GAP, PERSISTING_L2
-    from solbench.sandbox.worker import UNWRITTEN_IN_TIMING
 
     t_ms = median(measurement.samples_ms)
     if bound is not None and is_faster_than_light(t_ms, bound):
         return Status.FASTER_THAN_LIGHT, (f"median {t_ms * 1e3:.2f} us is below the {bound.arch} speed-of-light "
                                           f"bound {bound.judged_ms * 1e3:.2f} us ({bound.judged_against} ceilings)")
-    if UNWRITTEN_IN_TIMING in measurement.flags:
-        return Status.UNWRITTEN, "some timed calls left their freshly poisoned outputs unwritten (work skipped)"
     if PERSISTING_L2 in measurement.flags:
         return Status.TAMPERED, ("a persisting-L2 carve-out was set while it was timed: cold-L2 timing "
                                     "does not hold, so the times do not count")
@@ -198,34 +202,6 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
         return Status.HIDDEN_WORK, ("device time on the timed stream is far below the synchronised wall time "
                                     "of the call: work ran outside the stream it was given")
     return Status.PASSED, ""
-
-
-def _check(sc, worker: Worker, ref_out, ref_lse, policy, timeout_s, seed_error, timed: bool = False):
-    """(status, reason, ErrorStats | None) for one implementation on trial 0 (timed=False, after a
-    fresh prepare) or on the last timed input copy (timed=True, after timing)."""
-    from solbench.supervisor.inputs import torch_dtype
-    from solbench.supervisor.verdict import judge
-
-    try:
-        if not timed:
-            info = worker.request("prepare", {"scenario": sc.to_dict(), "rotate": policy.rotate_inputs},
-                                  timeout_s + worker.setup_s)
-        else:
-            info = {"writes_lse": worker.writes_lse}
-        reply = worker.request("check", {"timed": timed, "refill_trial": refill_trial(policy)}, timeout_s)
-        if isinstance(reply, dict):
-            return Status.SKIPPED, f"declined (unsupported): {reply['unsupported']}", None
-        out, lse = (t.to(ref_out.device) for t in reply)
-    except WorkerFailure as exc:
-        return FAILURE_STATUS[exc.kind], str(exc), None
-    worker.writes_lse = info["writes_lse"]
-    expected = {"out": (tuple(ref_out.shape), torch_dtype(sc.out_dtype)), "lse": (tuple(ref_lse.shape), torch_dtype("float32"))}
-    for what, t in (("out", out), ("lse", lse)):
-        if (tuple(t.shape), t.dtype) != expected[what]:
-            return Status.MISMATCH, (f"{what} came back as {tuple(t.shape)} {t.dtype}, expected "
-                                     f"{expected[what][0]} {expected[what][1]}: the given buffers were replaced"), None
-    verdict = judge(out, lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"], seed_error=seed_error)
-    return verdict.status, verdict.reason, verdict.error
 
 
 class _TimingFailure(WorkerFailure):
@@ -243,8 +219,11 @@ def round_order(names: list[str], r: int) -> list[str]:
     return names if r % 2 == 0 else names[::-1]
 
 
-def _time_interleaved(workers: dict[str, Worker], policy: TimingPolicy, timeout_s: float, method: str):
-    """Rounds of `round_samples` per implementation, alternating, until every median is tight.
+def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], policy: TimingPolicy,
+                      timeout_s: float, method: str):
+    """Rounds of `round_samples` calls per implementation (each on a different input copy, so at most
+    `rotate_inputs`), alternating, until every median is tight. The candidate's copies are checked after
+    each of its rounds and refilled (AuditFailure ends the timing).
 
     Drift (clocks, temperature, neighbours) hits every implementation alike, and ratios are formed
     per round, so a slow drift cancels out of them.
@@ -257,9 +236,18 @@ def _time_interleaved(workers: dict[str, Worker], policy: TimingPolicy, timeout_
         except WorkerFailure as exc:
             raise _TimingFailure(name, exc) from None
 
+    def timed_round(name, r):
+        copies = timed[name]
+        order = copies.order(r, policy.round_samples)
+        copies.before_round(order)
+        reply = ask(name, "round", {"order": order})
+        copies.after_round(order, r)
+        return reply
+
     t = time.perf_counter()
     for name in workers:
         ask(name, "warm_up")
+        timed[name].refresh(range(len(timed[name].copies)))  # warm-up saw these contents many times
     t = trace("warm-up", t)
     samples = {n: [] for n in workers}
     host = {n: [] for n in workers}
@@ -269,10 +257,10 @@ def _time_interleaved(workers: dict[str, Worker], policy: TimingPolicy, timeout_
     start = time.perf_counter()
     for r in range(policy.max_rounds):
         for name in round_order(list(workers), r):
-            reply = ask(name, "round", {"n": policy.round_samples})
+            reply = timed_round(name, r)
             if policy.retake_throttled and reply["telemetry"].get("throttled"):
                 flags[name].add("throttled_retaken")
-                reply = ask(name, "round", {"n": policy.round_samples})
+                reply = timed_round(name, r)
             if reply["telemetry"].get("power_capped"):
                 flags[name].add("power_capped")
             samples[name] += reply["device_ms"]

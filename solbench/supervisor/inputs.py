@@ -1,169 +1,91 @@
-"""Seeded inputs for one scenario: tensors laid out exactly as the C ABI and Python candidates see them.
-
-Layouts (token-major, heads inside):
-    q        [total_q, heads_q, head_dim_qk]            rows of sequence b: cu_seqlens_q[b]:cu_seqlens_q[b+1]
-    k, v     contiguous: [total_kv, heads_kv, d]         rows of sequence b: cu_seqlens_kv[b]:cu_seqlens_kv[b+1]
-             paged:      [num_pages, page_size, heads_kv, d]   key j of b: page page_table[b, j // page_size]
-    out      [total_q, heads_q, head_dim_v]  (bf16 for fp8 inputs), poisoned before every run
-    lse      [total_q, heads_q] fp32 natural-log LSE, poisoned before every run
-    mask_bits int32 [heads_q, total_q, row_words]: bit j % 32 of word j // 32 = key j visible
-    sinks    fp32 [heads_q];  q/k/v_descale fp32 [1] (per tensor) or [heads_kv] (per KV head)
+"""Seeded inputs for one scenario, made by the supervisor and shared with the workers (see
+solbench.core.tensors for the layouts). Content is drawn from (scenario, trial, the run's secret): stable
+for a given secret, unpredictable to a candidate that does not know it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 
 import numpy as np
 
 from solbench.core import masks
 from solbench.core.scenario import Scenario
+from solbench.core.tensors import INPUT_FIELDS, Inputs, torch_dtype
 
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8_e4m3": "float8_e4m3fn"}
 FP8_TARGET_AMAX = 240.0  # quantise into [-240, 240] of e4m3's 448 so descales are never 1
-# Poison: NaNs with a payload no arithmetic produces, so "unwritten" is told apart from "NaN".
-POISON_BITS = {"bfloat16": 0x7FA5, "float16": 0x7E5A, "float32": 0x7FA5A5A5}
 LOGIT_STD = {"default": 2.0, "large_logits": 40.0, "sinks_negative": 2.0, "sinks_positive": 2.0}
 SINK_OFFSET = {"sinks_negative": -60.0, "sinks_positive": 20.0}
 
 
-def torch_dtype(name: str):
+_MIX = (0x9E3779B97F4A7C15 - 2**64, 0xBF58476D1CE4E5B9 - 2**64, 0x94D049BB133111EB - 2**64)
+_FINGERPRINT_CHUNK = 1 << 22
+
+
+def input_fingerprint(inputs: Inputs, key: int) -> dict[str, int]:
+    """Per input tensor, a keyed, position-dependent hash of its 32-bit words (computed where the tensors
+    live): sum_i w_i * mix(i ^ key) mod 2^64, i counting words over all inputs. Unlike a plain sum, it
+    changes when words are permuted, and without the key (the supervisor's) no rewrite can keep it."""
     import torch
 
-    return getattr(torch, TORCH_DTYPES.get(name, name))
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """Every tensor one attention-forward call needs, on one device. See the module docstring."""
-
-    scenario: Scenario
-    q: "torch.Tensor"
-    k: "torch.Tensor"
-    v: "torch.Tensor"
-    cu_seqlens_q: "torch.Tensor"
-    cu_seqlens_kv: "torch.Tensor"
-    kv_lens: "torch.Tensor"
-    page_table: "torch.Tensor | None"
-    sinks: "torch.Tensor | None"
-    mask_bits: "torch.Tensor | None"
-    q_descale: "torch.Tensor | None"
-    k_descale: "torch.Tensor | None"
-    v_descale: "torch.Tensor | None"
-    out: "torch.Tensor"
-    lse: "torch.Tensor"
-
-    @property
-    def device(self):
-        return self.q.device
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of every tensor, outputs included: what one more copy of these inputs costs."""
-        return sum(t.nbytes for f in fields(self) if hasattr(t := getattr(self, f.name), "nbytes"))
-
-    def poison(self) -> None:
-        """Fill out and lse with the poison pattern (call before every run of an implementation)."""
-        fill_poison(self.out)
-        fill_poison(self.lse)
-
-    def with_outputs(self) -> "Inputs":
-        """The same inputs with fresh, poisoned output buffers (one set per implementation)."""
-        fresh = replace(self, out=self.out.clone(), lse=self.lse.clone())
-        fresh.poison()
-        return fresh
-
-    def sequence_kv(self, b: int, dequantize: bool = True):
-        """Sequence b's keys and values, [kv_len, heads_kv, d], gathered from pages if paged.
-
-        With dequantize, fp32 values with descales applied (what the math sees).
-        """
-        import torch
-
-        sc = self.scenario
-        kv_len = sc.kv_lens[b]
-        if sc.kv_layout == "paged":
-            pages = self.page_table[b, : sc.pages_per_seq()[b]].long()
-            k = self.k[pages].reshape(-1, *self.k.shape[2:])[:kv_len]
-            v = self.v[pages].reshape(-1, *self.v.shape[2:])[:kv_len]
-        else:
-            start = int(self.cu_seqlens_kv[b])
-            k, v = self.k[start:start + kv_len], self.v[start:start + kv_len]
-        if not dequantize:
-            return k, v
-        k, v = k.to(torch.float32), v.to(torch.float32)
-        if self.k_descale is not None:
-            k = k * self.k_descale.view(1, -1, 1)
-            v = v * self.v_descale.view(1, -1, 1)
-        return k, v
-
-    def sequence_q(self, b: int, dequantize: bool = True):
-        """Sequence b's queries, [q_len, heads_q, d_qk]; fp32 with descale applied if dequantize."""
-        import torch
-
-        start, end = int(self.cu_seqlens_q[b]), int(self.cu_seqlens_q[b + 1])
-        q = self.q[start:end]
-        if not dequantize:
-            return q
-        q = q.to(torch.float32)
-        if self.q_descale is not None:
-            per_q_head = self.q_descale.repeat_interleave(self.scenario.group_size) if self.q_descale.numel() > 1 else self.q_descale
-            q = q * per_q_head.view(1, -1, 1)
-        return q
-
-
-INPUT_FIELDS = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_kv", "kv_lens", "page_table", "sinks", "mask_bits",
-                "q_descale", "k_descale", "v_descale")
-"""The tensors a candidate reads and must leave as they are."""
-
-
-def input_checksums(inputs: Inputs) -> dict[str, int]:
-    """An integer sum of each input tensor's 32-bit words: cheap on a GPU, and it changes when a candidate
-    rewrites its inputs in place (pre-scaling, re-layout) to speed up later calls."""
-    import torch
-
-    sums = {}
+    names, parts = [], []
     for name in INPUT_FIELDS:
         t = getattr(inputs, name)
-        if t is None:
-            continue
-        flat = t.contiguous().view(torch.uint8).view(-1)
-        words = flat[: flat.numel() // 4 * 4].view(torch.int32)
-        tail = flat[flat.numel() // 4 * 4:]
-        sums[name] = int(words.sum(dtype=torch.int64)) + int(tail.sum(dtype=torch.int64))
-    return sums
+        if t is not None:
+            flat = t.contiguous().view(-1).view(torch.uint8)
+            pad = (-flat.numel()) % 4
+            names.append(name)
+            parts.append(torch.cat([flat, flat.new_zeros(pad)]).view(torch.int32) if pad else flat.view(torch.int32))
+    bounds = np.cumsum([0] + [p.numel() for p in parts])
+    words = torch.cat(parts)
+    totals = [0] * len(names)
+    for start in range(0, words.numel(), _FINGERPRINT_CHUNK):  # bounded temporaries (int64: 8 B a word)
+        chunk = words[start:start + _FINGERPRINT_CHUNK].to(torch.int64)
+        end = start + chunk.numel()
+        m = (torch.arange(start, end, device=chunk.device, dtype=torch.int64) ^ key) * _MIX[0]
+        m = (m ^ (m >> 31)) * _MIX[1]  # int64 products wrap: arithmetic mod 2^64
+        m = (m ^ (m >> 29)) * _MIX[2]
+        hashed = chunk * m
+        spans = [(j, max(bounds[j], start) - start, min(bounds[j + 1], end) - start) for j in range(len(names))
+                 if bounds[j] < end and bounds[j + 1] > start]
+        sums = torch.stack([hashed[lo:hi].sum() for _, lo, hi in spans]).tolist()  # one device->host copy
+        for (j, _, _), value in zip(spans, sums):
+            totals[j] += value
+    return {name: total % 2**64 for name, total in zip(names, totals)}
 
 
-def fill_poison(t) -> None:
-    import torch
-
-    int_dtype = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32}[t.dtype]
-    bits = POISON_BITS[str(t.dtype).removeprefix("torch.")]
-    if int_dtype is torch.int16 and bits > 0x7FFF:
-        bits -= 0x10000
-    t.view(int_dtype).fill_(bits)
+def input_seed(sc: Scenario, trial: int, secret: bytes = b"") -> int:
+    """Seed for (scenario, trial, secret): stable across machines for one secret, different per trial.
+    A run draws its secret at random (never written down), so a candidate cannot precompute its inputs;
+    tests and benchmarks use the empty secret for reproducible content."""
+    digest = hashlib.sha256(secret + f"{sc.id}/{trial}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**62 - 1)
 
 
-def poisoned(t) -> "torch.Tensor":
-    """Bool tensor: elements still holding the poison pattern."""
-    import torch
-
-    int_dtype = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32}[t.dtype]
-    return t.view(int_dtype) == POISON_BITS[str(t.dtype).removeprefix("torch.")]
-
-
-def input_seed(sc: Scenario, trial: int) -> int:
-    """Seed for (scenario, trial): stable across runs and machines, different per trial."""
-    return int.from_bytes(hashlib.sha256(f"{sc.id}/{trial}".encode()).digest()[:8], "little") & (2**62 - 1)
-
-
-def make_inputs(sc: Scenario, trial: int = 0, device: str = "cpu") -> Inputs:
-    """Fresh inputs for one trial: deterministic per (scenario, trial, device type)."""
+def _generator(sc: Scenario, trial: int, device: str, secret: bytes):
     import torch
 
     gen = torch.Generator(device=device)
-    gen.manual_seed(input_seed(sc, trial))
+    gen.manual_seed(input_seed(sc, trial, secret))
+    return gen
+
+
+def _kv_shape(sc: Scenario) -> tuple[int, ...]:
+    """[pages, page_size, heads_kv] (paged: a few spare pages, so the table is not a permutation of
+    everything) or [total_kv, heads_kv]; the head dim follows."""
+    if sc.kv_layout == "paged":
+        pages = sum(sc.pages_per_seq())
+        return (pages + 3 + pages // 8, sc.page_size, sc.heads_kv)
+    return (sc.total_kv, sc.heads_kv)
+
+
+def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes = b"") -> dict:
+    """The tensors of VALUE_FIELDS for one trial (None where the scenario has none): what changes
+    between rounds, while offsets, page table and mask stay."""
+    import torch
+
+    gen = _generator(sc, trial, device, secret)
 
     def randn(*shape):
         return torch.randn(*shape, generator=gen, device=device, dtype=torch.float32)
@@ -171,16 +93,9 @@ def make_inputs(sc: Scenario, trial: int = 0, device: str = "cpu") -> Inputs:
     # q.k * scale has std ~ LOGIT_STD: softmax neither uniform nor one-hot.
     q_std = LOGIT_STD[sc.input_profile] / (sc.scale * sc.head_dim_qk ** 0.5)
     q = randn(sc.total_q, sc.heads_q, sc.head_dim_qk) * q_std
-    pages = sc.pages_per_seq()
-    if sc.kv_layout == "paged":
-        spare = 3 + sum(pages) // 8  # unused pages so the table is not a permutation of everything
-        num_pages = sum(pages) + spare
-        kv_shape = (num_pages, sc.page_size, sc.heads_kv)
-    else:
-        kv_shape = (sc.total_kv, sc.heads_kv)
+    kv_shape = _kv_shape(sc)
     k = randn(*kv_shape, sc.head_dim_qk)
     v = randn(*kv_shape, sc.head_dim_v)
-
     q_descale = k_descale = v_descale = None
     if sc.dtype == "fp8_e4m3":
         q, q_descale = _quantize_fp8(q.view(sc.total_q, sc.heads_kv, sc.group_size, -1), sc.descale, kv_head_axis=1)
@@ -189,19 +104,25 @@ def make_inputs(sc: Scenario, trial: int = 0, device: str = "cpu") -> Inputs:
         v, v_descale = _quantize_fp8(v, sc.descale, kv_head_axis=v.dim() - 2)
     else:
         q, k, v = (t.to(torch_dtype(sc.dtype)) for t in (q, k, v))
+    sinks = randn(sc.heads_q) + SINK_OFFSET.get(sc.input_profile, 0.0) if sc.sinks else None
+    return dict(q=q, k=k, v=v, sinks=sinks, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
 
+
+def make_inputs(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes = b"") -> Inputs:
+    """Fresh inputs for one trial: deterministic per (scenario, trial, device type, secret)."""
+    import torch
+
+    values = draw_values(sc, trial, device, secret)
     page_table = None
     if sc.kv_layout == "paged":
-        perm = torch.randperm(num_pages, generator=gen, device=device).to(torch.int32)
+        gen = _generator(sc, trial, device, secret + b"/pages")
+        pages = sc.pages_per_seq()
+        perm = torch.randperm(_kv_shape(sc)[0], generator=gen, device=device).to(torch.int32)
         page_table = torch.zeros(sc.batch, max(1, max(pages)), dtype=torch.int32, device=device)
         offset = 0
         for b, n in enumerate(pages):
             page_table[b, :n] = perm[offset:offset + n]
             offset += n
-
-    sinks = None
-    if sc.sinks:
-        sinks = randn(sc.heads_q) + SINK_OFFSET.get(sc.input_profile, 0.0)
 
     mask_bits = None
     bits = masks.mask_bits(sc)
@@ -214,11 +135,10 @@ def make_inputs(sc: Scenario, trial: int = 0, device: str = "cpu") -> Inputs:
     out = torch.empty(sc.total_q, sc.heads_q, sc.head_dim_v, dtype=torch_dtype(sc.out_dtype), device=device)
     lse = torch.empty(sc.total_q, sc.heads_q, dtype=torch.float32, device=device)
     inputs = Inputs(
-        scenario=sc, q=q, k=k, v=v,
+        scenario=sc, **values,
         cu_seqlens_q=offsets(sc.q_lens), cu_seqlens_kv=offsets(sc.kv_lens),
         kv_lens=torch.tensor(sc.kv_lens, dtype=torch.int32, device=device),
-        page_table=page_table, sinks=sinks, mask_bits=mask_bits,
-        q_descale=q_descale, k_descale=k_descale, v_descale=v_descale, out=out, lse=lse,
+        page_table=page_table, mask_bits=mask_bits, out=out, lse=lse,
     )
     inputs.poison()
     return inputs
@@ -240,3 +160,25 @@ def _quantize_fp8(x, mode: str, kv_head_axis: int):
         shape[kv_head_axis] = -1
         scaled = x / descale.view(shape)
     return scaled.to(torch.float8_e4m3fn), descale.to(torch.float32).contiguous()
+
+
+VALUE_FIELDS = ("q", "k", "v", "sinks", "q_descale", "k_descale", "v_descale")
+"""The tensors whose values change between rounds; the structure (offsets, page table, mask) stays."""
+
+
+def refill(target: Inputs, values: dict) -> None:
+    """Copy `values` (draw_values) into `target`'s tensors, keeping every pointer and the structure:
+    libraries plan around the page table and offsets in bind."""
+    for name in VALUE_FIELDS:
+        dst = getattr(target, name)
+        if dst is not None:
+            dst.copy_(values[name])
+
+
+def clone_inputs(inputs: Inputs) -> Inputs:
+    """A deep copy (every tensor cloned), poisoned outputs included: one implementation's own copy."""
+
+    copy = replace(inputs, **{f.name: t.clone() for f in fields(inputs)
+                              if hasattr(t := getattr(inputs, f.name), "clone")})
+    copy.poison()
+    return copy

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solbench.core import masks
-from solbench.supervisor.inputs import Inputs
+from solbench.core.tensors import Inputs
 
 DEFAULT_CHUNK_ELEMS = 2**26  # 256 MiB of fp32 scores per chunk; a few such temporaries live at once
 
@@ -54,6 +54,24 @@ def reference(inp: Inputs, *, chunk_elems: int = DEFAULT_CHUNK_ELEMS):
     return out, lse
 
 
+def reference_rows(inp: Inputs, tokens, *, chunk_elems: int = DEFAULT_CHUNK_ELEMS):
+    """fp32 (out [n, heads_q, head_dim_v], lse [n, heads_q]) of the query rows `tokens` (indices into
+    total_q) alone: checking a sample of a timed call's rows needs no full reference."""
+    import torch
+
+    sc = inp.scenario
+    starts = np.concatenate([[0], np.cumsum(sc.q_lens)])
+    out = torch.zeros(len(tokens), sc.heads_q, sc.head_dim_v, dtype=torch.float32, device=inp.device)
+    lse = torch.full((len(tokens), sc.heads_q), float("-inf"), dtype=torch.float32, device=inp.device)
+    with _ieee_fp32_matmul(), torch.no_grad():
+        for j, token in enumerate(tokens):
+            b = int(np.searchsorted(starts, token, side="right")) - 1
+            row = int(token - starts[b])
+            if sc.kv_lens[b]:
+                _sequence(inp, b, int(starts[b]), chunk_elems, out[j:j + 1], lse[j:j + 1], rows=(row, row + 1))
+    return out, lse
+
+
 @dataclass(frozen=True)
 class _Sequence:
     """One sequence's tensors, heads split as [heads_kv, group] so a KV head meets its own queries."""
@@ -69,17 +87,20 @@ class _Sequence:
     lse: "torch.Tensor"  # [q_len, Hkv, G] view into the result
 
 
-def _sequence(inp: Inputs, b: int, q_start: int, chunk_elems: int, out, lse) -> None:
-    """Fill out/lse ([q_len, heads_q, ...] views) for sequence b, chunk by chunk."""
+def _sequence(inp: Inputs, b: int, q_start: int, chunk_elems: int, out, lse, rows=None) -> None:
+    """Fill out/lse ([rows, heads_q, ...] views) for sequence b's query rows [r_lo, r_hi) (all by
+    default), chunk by chunk."""
     sc = inp.scenario
-    q_len, hkv, group = sc.q_lens[b], sc.heads_kv, sc.group_size
-    lo, hi = masks.row_intervals(sc, b)
+    hkv, group = sc.heads_kv, sc.group_size
+    r_lo, r_hi = rows or (0, sc.q_lens[b])
+    q_len = r_hi - r_lo
+    lo, hi = (a[r_lo:r_hi] for a in masks.row_intervals(sc, b))
     k, v = inp.sequence_kv(b)
     words = None
     if inp.mask_bits is not None:
-        words = inp.mask_bits.view(hkv, group, sc.total_q, -1)[:, :, q_start:q_start + q_len]
+        words = inp.mask_bits.view(hkv, group, sc.total_q, -1)[:, :, q_start + r_lo:q_start + r_hi]
     seq = _Sequence(
-        q=inp.sequence_q(b).reshape(q_len, hkv, group, -1), k=k, v=v, lo=lo, hi=hi, words=words,
+        q=inp.sequence_q(b, rows=(r_lo, r_hi)).reshape(q_len, hkv, group, -1), k=k, v=v, lo=lo, hi=hi, words=words,
         sinks=inp.sinks.float().view(hkv, group) if sc.sinks else None,
         out=out.view(q_len, hkv, group, -1), lse=lse.view(q_len, hkv, group),
     )

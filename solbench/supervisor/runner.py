@@ -5,6 +5,7 @@ atomically), so an interruption loses nothing finished and `--resume` skips what
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -136,14 +137,39 @@ def new_run_id(candidate: str, suite: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{stem}-{suite}"
 
 
-def write_result(result: RunResult, folder: Path) -> Path:
-    """Atomically replace folder/results.json: a reader never sees a half-written file."""
+def write_result(result: RunResult, folder: Path) -> str:
+    """Atomically replace folder/results.json (a reader never sees a half-written file); returns the
+    sha256 of what was written."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "results.json"
+    data = json.dumps(result.to_dict(), indent=1, allow_nan=False).encode()  # strict JSON for every reader
     tmp = folder / ".results.json.tmp"
-    tmp.write_text(json.dumps(result.to_dict(), indent=1, allow_nan=False))  # strict JSON for every reader
-    os.replace(tmp, path)
-    return path
+    tmp.write_bytes(data)
+    os.replace(tmp, folder / "results.json")
+    return hashlib.sha256(data).hexdigest()
+
+
+class RecordKeeper:
+    """Writes results.json from the supervisor's own RunResult, and notices when the file on disk is no
+    longer what it last wrote (something else wrote it: the truth stays the in-memory result)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.digest = ""
+        """sha256 of the results.json last written."""
+        self.overwritten: list[str] = []
+        """Moments at which the file on disk was found changed by someone else."""
+
+    def write(self, result: RunResult, when: str) -> None:
+        if self.digest and _file_sha256(self.folder / "results.json") != self.digest:
+            self.overwritten.append(when)
+        self.digest = write_result(result, self.folder)
+
+
+def _file_sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def load_result(path: Path) -> RunResult:
@@ -157,7 +183,11 @@ def load_result(path: Path) -> RunResult:
 
 
 def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) -> RunResult:
-    """Evaluate the candidate on the suite; returns the RunResult also written to disk."""
+    """Evaluate the candidate on the suite; returns the RunResult also written to disk. When the call
+    returns, every process the workers started has ended, so results.json is final (`record_digest`)."""
+    import secrets
+
+    from solbench.supervisor.processes import Reaper
     from solbench.gpu.environment import collect
     from solbench.supervisor.evaluate import evaluate
     from solbench.core.roofline import bounds_for, profile_provenance
@@ -193,7 +223,10 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         environment=environment, policy=policy.to_dict(),
         outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept), scenario_count=len(scenarios),
     )
-    write_result(result, folder)
+    record = RecordKeeper(folder)
+    record.write(result, "start")
+    secret = secrets.token_bytes(16)  # the inputs' contents: known to this process alone, never written down
+    reaper = Reaper()
     bound_fn = bounds_for(arch)
     workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log", setup_s=_setup_s(s)) for n, s in specs.items()}
     supports = _baseline_claims(specs, arch)
@@ -204,18 +237,27 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         todo += [s for s in scenarios if s.id in kept and errored(kept[s.id])]
     try:
         for sc in todo:
-            outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports)
+            outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports, secret)
+            reaper.sweep({w.pid for w in workers.values() if w.pid})
             kept[sc.id] = outcome
             result = replace(result, outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept))
-            write_result(result, folder)
+            record.write(result, sc.id)
             if on_outcome:
                 on_outcome(outcome)
         result = replace(result, complete=True)
-        write_result(result, folder)
     finally:
         for w in workers.values():
             w.stop()
+        reaper.sweep()  # nothing the workers started is left to touch the record below
+    if record.overwritten:  # someone else wrote the file mid-run; what is written now is the supervisor's
+        result = replace(result, environment={**result.environment, "record_overwritten_at": record.overwritten})
+    record.write(result, "end")
     return result
+
+
+def record_digest(folder: Path) -> str:
+    """sha256 of a run's results.json, as `solbench run` prints it at the end."""
+    return _file_sha256(Path(folder) / "results.json")
 
 
 MACHINE_ERRORS = ("OutOfMemoryError", "out of memory", "worker died", "no answer to")

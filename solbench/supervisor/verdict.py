@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solbench.supervisor.inputs import poisoned
+from solbench.core.tensors import poisoned
 from solbench.core.model import ErrorStats, Status
 
 

@@ -4,7 +4,7 @@ the harness's check calls, and nothing on timing calls where the buffer already 
 from pathlib import Path
 
 from solbench.sandbox.impls import PythonImpl
-from solbench.supervisor.inputs import poisoned
+from solbench.core.tensors import poisoned
 
 _good = PythonImpl(str(Path(__file__).resolve().parents[3] / "reference_kernels" / "torch_attention.py")).module
 

@@ -1,0 +1,133 @@
+"""The supervisor's side of every timed call: the input copies an implementation is timed on, owned and
+filled here, poisoned before each round and, for the candidate, checked after it.
+
+Each round calls every copy in its order once. Before a round the copies' outputs are poisoned; after a
+candidate's round each copy called must have written all of its outputs, left its inputs bit for bit as
+they were (a keyed, position-dependent fingerprint), and match the fp32 reference on a few rows drawn
+after the round; then those copies get fresh contents. So no timed call ever sees contents seen before
+(nothing can be replayed, by pointer or by content), every timed call can be the checked one, and none
+of this is decided by code in the worker's process.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from solbench.core.model import Status
+from solbench.core.scenario import Scenario
+from solbench.core.tensors import Inputs, poisoned
+
+ROWS_PER_CHECK = 4
+"""Query rows (all heads each) compared with the reference per copy and round."""
+
+
+class AuditFailure(Exception):
+    """A timed call of the candidate failed a check; `status` is its Outcome status."""
+
+    def __init__(self, status: Status, reason: str):
+        super().__init__(reason)
+        self.status = status
+
+
+def scenario_rng(sc: Scenario, secret: bytes) -> random.Random:
+    """The supervisor's choices for one scenario (rows to check, fingerprint keys): unpredictable
+    without the run's secret."""
+    return random.Random(secret + sc.id.encode())
+
+
+@dataclass
+class TimedCopies:
+    """One implementation's input copies for timing, in the supervisor's memory (shared with its worker)."""
+
+    sc: Scenario
+    copies: list[Inputs]
+    audited: bool
+    """True for the candidate: every copy called is checked after each round."""
+    secret: bytes
+    rng: random.Random
+    writes_lse: bool = True
+    next_trial: int = 0
+    """The next trial number to draw fresh contents from."""
+    fingerprints: list[dict] = field(default_factory=list)
+    key: int = 0
+
+    @classmethod
+    def make(cls, sc: Scenario, count: int, device: str, secret: bytes, audited: bool,
+             rng: random.Random) -> TimedCopies:
+        from solbench.supervisor.inputs import input_fingerprint, make_inputs
+
+        copies = [make_inputs(sc, trial=t, device=device, secret=secret) for t in range(1, 1 + count)]
+        timed = cls(sc, copies, audited, secret, rng, next_trial=1 + count, key=rng.getrandbits(62))
+        if audited:
+            timed.fingerprints = [input_fingerprint(c, timed.key) for c in copies]
+        return timed
+
+    def order(self, r: int, n: int) -> list[int]:
+        """The copies round r calls, each once: n of them, continuing the rotation of round r - 1."""
+        n = min(n, len(self.copies))
+        return [(r * n + j) % len(self.copies) for j in range(n)]
+
+    def before_round(self, order: list[int]) -> None:
+        for i in order:
+            self.copies[i].poison()
+        _sync(self.copies[0])
+
+    def after_round(self, order: list[int], round_index: int) -> None:
+        """Check the candidate's copies just called (raise AuditFailure), then refill them."""
+        if self.audited:
+            for i in order:
+                self._check(i, round_index)
+        self.refresh(order)
+
+    def refresh(self, indices) -> None:
+        """Fresh contents (a trial never used before) behind the same pointers: for every implementation,
+        so all are timed alike."""
+        from solbench.supervisor.inputs import draw_values, input_fingerprint, refill
+
+        for i in indices:
+            refill(self.copies[i], draw_values(self.sc, self.next_trial, str(self.copies[i].device), self.secret))
+            self.next_trial += 1
+            if self.audited:
+                self.fingerprints[i] = input_fingerprint(self.copies[i], self.key)
+        _sync(self.copies[0])
+
+    def _check(self, i: int, round_index: int) -> None:
+        from solbench.supervisor.inputs import input_fingerprint
+        from solbench.supervisor.reference import reference_rows
+        from solbench.supervisor.verdict import judge
+
+        inp = self.copies[i]
+        where = f"timed call on input copy {i} in round {round_index + 1}"
+        if bool(poisoned(inp.out).any()) or (self.writes_lse and bool(poisoned(inp.lse).any())):
+            raise AuditFailure(Status.UNWRITTEN, f"{where} left its freshly poisoned outputs unwritten (work skipped)")
+        touched = changed_inputs(self.fingerprints[i], input_fingerprint(inp, self.key))
+        if touched:
+            raise AuditFailure(Status.MISMATCH, f"{where} modified its inputs in place: {', '.join(touched)}")
+        if self.sc.total_q == 0:
+            return
+        tokens = sorted(self.rng.sample(range(self.sc.total_q), min(ROWS_PER_CHECK, self.sc.total_q)))
+        ref_out, ref_lse = reference_rows(inp, tokens)
+        index = _index(tokens, inp.out.device)
+        verdict = judge(inp.out[index], inp.lse[index], ref_out, ref_lse, self.sc.dtype, writes_lse=self.writes_lse)
+        if verdict.status is not Status.PASSED:
+            raise AuditFailure(verdict.status, f"{where}, rows {tokens}: {verdict.reason}")
+
+
+def changed_inputs(before: dict, after: dict) -> list[str]:
+    """Names of the input tensors whose fingerprints differ."""
+    return [name for name, value in before.items() if after.get(name) != value]
+
+
+def _index(tokens, device):
+    import torch
+
+    return torch.tensor(tokens, dtype=torch.long, device=device)
+
+
+def _sync(inp: Inputs) -> None:
+    """Make the supervisor's writes visible before a worker runs on the same memory."""
+    if inp.out.device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(inp.out.device)

@@ -1,0 +1,78 @@
+"""The trust boundary on a CPU: the Python cheats of reference_kernels/adversarial/python each get the
+status their docstring names, decided in the supervisor; the record is the supervisor's even when the
+candidate leaves a process behind to rewrite it."""
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from solbench.core.model import Status  # noqa: E402
+from solbench.core.policy import QUICK  # noqa: E402
+from solbench.supervisor.runner import RunConfig, record_digest, run  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[1] / "reference_kernels" / "adversarial" / "python"
+EXPECTED = {p.name: set(m.group(1).split(" or ")) for p in sorted(CORPUS.glob("*.py"))
+            if (m := re.search(r"^expect: (\w+(?: or \w+)*)$", p.read_text(), re.M))}
+
+
+def _run(candidate, tmp_path, n=2, **kw):
+    return run(RunConfig(candidate=str(candidate), suite="smoke", device="cpu", policy=QUICK,
+                         out_dir=tmp_path, max_scenarios=n, seed=None, **kw))
+
+
+def test_every_cheat_in_the_corpus_names_its_expected_status():
+    assert set(EXPECTED) >= {"partial_rows.py", "knows_when_timed.py", "permutes_inputs.py", "replays_by_content.py"}
+    assert all(statuses <= {s.value for s in Status} for statuses in EXPECTED.values())
+
+
+@pytest.mark.parametrize("name", [n for n, s in EXPECTED.items() if s != {"passed"}])
+def test_each_cheat_gets_its_status(name, tmp_path):
+    result = _run(CORPUS / name, tmp_path)
+    wrong = [(o.scenario_id, o.status.value, o.reason) for o in result.outcomes if o.status.value not in EXPECTED[name]]
+    assert not wrong, wrong
+
+
+def test_content_memoisation_never_replays_a_timed_call(tmp_path, monkeypatch):
+    """Every timed call sees contents never seen before: each one is a miss, so the memo buys nothing."""
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("SOLBENCH_ADVERSARY_LOG", str(log))
+    result = _run(CORPUS / "replays_by_content.py", tmp_path / "run", n=1)
+    (outcome,) = result.outcomes
+    assert outcome.status is Status.PASSED, outcome.reason
+    calls = log.read_text().split()
+    timed = len(outcome.measurements["candidate"].samples_ms)
+    # misses: the check, one per copy in warm-up, then every timed call; hits only in warm-up's repeats
+    assert calls.count("miss") >= 1 + outcome.input_copies + timed
+
+
+def test_a_permutation_of_the_inputs_changes_the_fingerprint_but_not_a_plain_sum():
+    import torch
+
+    from solbench.core.suites import load_suite
+    from solbench.supervisor.inputs import input_fingerprint, make_inputs
+
+    inp = make_inputs(load_suite("smoke").scenarios[0])
+    before = input_fingerprint(inp, key=12345)
+    words = inp.k.view(torch.int16).view(-1)
+    plain = int(words.sum())
+    words[[0, 1]] = words[[1, 0]].clone()
+    assert int(words.sum()) == plain
+    assert input_fingerprint(inp, key=12345)["k"] != before["k"]
+    assert input_fingerprint(inp, key=12346)["k"] != input_fingerprint(inp, key=12345)["k"]
+
+
+def test_a_daemon_the_candidate_leaves_behind_cannot_change_the_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOLBENCH_ADVERSARY_DAEMON", "1")
+    result = run(RunConfig(candidate=str(CORPUS / "detaches_daemon.py"), suite="smoke", device="cpu", policy=QUICK,
+                           out_dir=tmp_path, max_scenarios=2, seed=None))
+    digest = record_digest(tmp_path)
+    time.sleep(1.5)  # the daemon rewrites every 0.2 s once the worker is gone, if it still lives
+    assert record_digest(tmp_path) == digest
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["candidate"]["name"] == "detaches_daemon.py"
+    assert [o["status"] for o in doc["outcomes"]] == [o.status.value for o in result.outcomes]
