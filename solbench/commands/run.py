@@ -93,9 +93,11 @@ def _build_and_bound_only(args, present) -> None:
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout carries JSON only
     if Path(args.candidate).suffix == ".cu":
         from solbench.build.binary_check import check_binary
+        from solbench.build.exports import check_exports
         from solbench.build.nvcc import build
 
         result = build(args.candidate, args.arch, extra_flags=tuple(args.flag))
+        check_exports(result.so_path, source=args.candidate)
         check_binary(result.so_path, allow=tuple(args.allow_lib))
         print(f"built {result.so_path} for {args.arch} ({'cached' if result.cache_hit else 'compiled'}); forbidden-library check passed",
               file=out)

@@ -64,7 +64,8 @@ def _device_bytes(device: str) -> int:
 
 
 FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR,
-                  "tampered": Status.TAMPERED, "modified": Status.MISMATCH}
+                  "tampered": Status.TAMPERED, "modified": Status.MISMATCH,
+                  "load": Status.RUNTIME_ERROR}  # a restarted worker that no longer loads (the run began with it loaded)
 
 
 def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, device: str,

@@ -122,12 +122,17 @@ def _source_spec(name: str, path: str, arch: str, config: RunConfig, candidate: 
     kind = candidate_kind(path)
     if kind == "cu":
         from solbench.build.binary_check import check_binary
+        from solbench.build.exports import check_exports
         from solbench.build.nvcc import build
 
         so_path = build(path, arch, extra_flags=config.build_flags if candidate else ()).so_path if path.endswith(".cu") else path
-        # Prebuilt .so files too: the library policy is about the binary, however it was made.
+        # Prebuilt .so files too: the entry point and the library policy are about the binary, however it was made.
+        check_exports(so_path, source=path)
         check_binary(so_path, allow=config.allow_libs if candidate else ())
         return ImplSpec(name, "cu", str(Path(so_path).resolve()), Path(path).name)
+    from solbench.supervisor.python_source import check_python_candidate
+
+    check_python_candidate(path)  # read, never imported here: only its worker runs candidate code
     return ImplSpec(name, kind, str(Path(path).resolve()), Path(path).name)
 
 
@@ -193,8 +198,8 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         environment=environment, policy=policy.to_dict(),
         outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept), scenario_count=len(scenarios),
     )
-    write_result(result, folder)
     bound_fn = bounds_for(arch)
+    folder.mkdir(parents=True, exist_ok=True)
     workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log", setup_s=_setup_s(s)) for n, s in specs.items()}
     supports = _baseline_claims(specs, arch)
     # Scenarios never run first, then those retried: a retry replaces its outcome only once it is done,
@@ -203,6 +208,9 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     if config.retry_errors:
         todo += [s for s in scenarios if s.id in kept and errored(kept[s.id])]
     try:
+        if todo:
+            _load_all(workers, config.timeout_s)
+        write_result(result, folder)
         for sc in todo:
             outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports)
             kept[sc.id] = outcome
@@ -216,6 +224,20 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         for w in workers.values():
             w.stop()
     return result
+
+
+def _load_all(workers: dict, timeout_s: float) -> None:
+    """Start every worker before the first scenario: an implementation that cannot be loaded (an import
+    error, a missing symbol, a crash or hang while loading) ends the run as a LoadError, not as one
+    runtime error per scenario."""
+    from solbench.core.errors import LoadError
+    from solbench.sandbox.worker import WorkerFailure
+
+    for worker in workers.values():
+        try:
+            worker.start(timeout_s)
+        except WorkerFailure as exc:
+            raise LoadError(f"{exc}; see {worker.log_path}" if exc.kind != "load" else str(exc)) from None
 
 
 MACHINE_ERRORS = ("OutOfMemoryError", "out of memory", "worker died", "no answer to")
