@@ -11,8 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+from solbench import schemas
 from solbench.core.options import POLICY, QUICK, RUN_OPTIONS, add_to_parser, baselines_value, policy_value, seed_value
 
+JSON_SCHEMA = schemas.SUMMARY
+"""What --json (report: --format json) prints, an error included: solbench/schemas/summary.schema.json."""
 HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratios, roofline"
 
 
@@ -34,8 +37,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from solbench.supervisor import runner
     from solbench.core.errors import DeviceMismatchError
-    from solbench.core.model import Status
-    from solbench.report.tables import render_summary, render_table, summary_dict, write_reports
+    from solbench.report.summary import exit_code, summary_dict
+    from solbench.report.tables import render_summary, render_table, write_reports
 
     from solbench.core.archspec import known_arches
     from solbench.core.errors import ConfigError
@@ -73,13 +76,13 @@ def run(args) -> int:
     write_reports(result, folder)
     if args.json:
         print(json.dumps(summary_dict(result, str(folder / "results.json")), indent=1))
-        return 0 if all(o.status is Status.PASSED for o in result.outcomes) else 1
+        return exit_code(result)
     print()
     print(render_table(result))
     print()
     print(render_summary(result))
     print(f"\nresults: {folder / 'results.json'}")
-    return 0 if all(o.status is Status.PASSED for o in result.outcomes) else 1
+    return exit_code(result)
 
 
 def _build_and_bound_only(args, present) -> None:

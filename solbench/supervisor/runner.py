@@ -17,6 +17,7 @@ from solbench.core.errors import ConfigError
 from solbench.sandbox.impls import ImplSpec, candidate_kind
 from solbench.core.model import Outcome, RunResult, Status
 from solbench.core.policy import TimingPolicy
+from solbench.supervisor.run_files import load_run
 
 REPO_KERNELS = Path(__file__).resolve().parents[2] / "reference_kernels"
 DEFAULT_SEED = {"cuda": "seed_attention.cu", "cpu": "torch_attention.py"}
@@ -56,6 +57,12 @@ class RunConfig:
     """Extra nvcc flags for a .cu candidate."""
     allow_libs: tuple[str, ...] = ()
     """Forbidden libraries to allow in the candidate's binary."""
+
+    def __post_init__(self):
+        if not self.timeout_s > 0:
+            raise ConfigError(f"--timeout must be above 0 seconds, got {self.timeout_s}")
+        if self.max_scenarios is not None and self.max_scenarios < 1:
+            raise ConfigError(f"--max-scenarios must be at least 1, got {self.max_scenarios}")
 
 
 def resolve_device(requested: str | None) -> str:
@@ -151,16 +158,6 @@ def write_result(result: RunResult, folder: Path) -> Path:
     return path
 
 
-def load_result(path: Path) -> RunResult:
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
-    try:
-        return RunResult.from_dict(json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read results: {exc}") from None
-
-
 def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) -> RunResult:
     """Evaluate the candidate on the suite; returns the RunResult also written to disk."""
     from solbench.gpu.environment import collect
@@ -178,7 +175,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     policy = replace(config.policy, method="cuda_events" if device == "cuda" else "host_clock")
     specs = implementation_specs(config, device, arch)
 
-    previous = load_result(config.resume) if config.resume else None
+    previous = load_run(config.resume) if config.resume else None
     folder = Path(config.resume or config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
     if folder.suffix == ".json":
         folder = folder.parent
