@@ -52,21 +52,24 @@ def json_error(command: str | None, exit_code: int, message: str) -> dict:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]):
-    """parse_args, but a usage error comes back as (None, its message) with --json, for the error object."""
+    """parse_args, but a usage error (printed to stderr as argparse does) comes back as (None, its message
+    line), so that main returns 2 and, with --json, prints the error object."""
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
             return parser.parse_args(argv), None
     except SystemExit as exc:
         sys.stderr.write(captured.getvalue())
-        if exc.code in (0, None) or not _json_requested(argv):
+        if exc.code in (0, None):  # --help, --version
             raise
         lines = captured.getvalue().strip().splitlines()
         return None, (lines[-1].partition(": error: ")[2] or lines[-1]) if lines else "bad command line"
 
 
 def _json_requested(argv: list[str]) -> bool:
-    return "--json" in argv or "--format=json" in argv or ["--format", "json"] in (argv[i:i + 2] for i in range(len(argv)))
+    """--json, or report's --format json, in a command line argparse refused."""
+    pairs = zip(argv, argv[1:])
+    return "--json" in argv or "--format=json" in argv or ("--format", "json") in pairs
 
 
 def _json_output(args) -> bool:
@@ -77,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args, usage_error = _parse(parser, argv)
-    if usage_error:
-        command = next((a for a in argv if a in COMMANDS), None)
-        print(json.dumps(json_error(command, 2, usage_error), indent=1))
+    if usage_error is not None:
+        if _json_requested(argv):
+            command = next((a for a in argv if a in COMMANDS), None)
+            print(json.dumps(json_error(command, 2, usage_error), indent=1))
         return 2
     if not getattr(args, "_run", None):
         parser.print_help()

@@ -61,7 +61,8 @@ def validate(doc, name: str, source: str) -> None:
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path) or "the top level"
     message = error.message if len(error.message) <= MAX_MESSAGE else error.message[:MAX_MESSAGE - 1] + "…"
     schema = load(name)
-    raise ConfigError(f"{source}: not a valid {schema['title']} ({tag(name)}): at {where.lstrip('.')}: {message}")
+    raise ConfigError(f"{source}: not a valid {schema['title']} ({tag(name)}): at {where.lstrip('.')}: {message} "
+                      f"(the shape is in solbench/schemas/{name}.schema.json)")
 
 
 def tag(name: str) -> str:

@@ -37,7 +37,7 @@ def load_run(path: str | Path) -> RunResult:
     try:
         doc = json.loads(path.read_text())
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise ConfigError(f"{path}: cannot read results: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not JSON ({exc})") from None
     if not isinstance(doc, dict):
