@@ -190,3 +190,13 @@ def test_a_wrong_shape_is_named_with_its_place(tmp_path):
     with pytest.raises(schemas.ConfigError, match=r"run.json: not a valid solbench results.json \(solbench.run/1\): at "
                                                   r"outcomes\[0\].measurements.candidate.samples_ms: \[\] should be non-empty"):
         schemas.validate(good, "run", "run.json")
+
+
+def test_the_readme_documents_every_schema_and_summary_key():
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## For agents"):text.index("## How it times")]
+    for name in schemas.NAMES:
+        assert f"| `{schemas.tag(name)}` | `{name}.schema.json` |" in section
+    summary = schemas.load("summary")["$defs"]
+    keys = [*summary["summary"]["required"], *summary["row"]["required"], *summary["cell"]["required"]]
+    assert [k for k in keys if f"`{k}`" not in section and f'`"{k}"`' not in section] == []
