@@ -274,6 +274,25 @@ def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, k
         worker.stop(kill=True)
 
 
+def test_a_worker_that_cannot_load_is_a_load_failure_and_mid_run_costs_its_scenario(tmp_path):
+    """A comparator that stops loading after the run began (its worker restarted) is that scenario's runtime
+    error; before the first scenario the runner turns the same failure into a LoadError (test_bad_input)."""
+    from solbench.core.policy import QUICK
+    from solbench.core.suites import load_suite
+    from solbench.sandbox.impls import ImplSpec
+    from solbench.sandbox.worker import Worker, WorkerFailure
+    from solbench.supervisor.evaluate import _check
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ImportError('libfoo.so: cannot open shared object file')\ndef forward(inputs):\n    pass\n")
+    worker = Worker(ImplSpec("seed", "python", str(broken)), "cpu", QUICK, tmp_path / "w.log")
+    with pytest.raises(WorkerFailure, match=r"seed: .*broken.py:1: import failed: ImportError: libfoo.so") as failure:
+        worker.start(60)
+    assert failure.value.kind == "load" and not worker.running
+    status, reason, _ = _check(load_suite("smoke").scenarios[0], worker, None, None, QUICK, 60, seed_error=None)
+    assert status is Status.RUNTIME_ERROR and "import failed: ImportError" in reason and not worker.running
+
+
 def test_compiling_baselines_get_a_setup_allowance_and_others_none():
     from solbench.sandbox.impls import ImplSpec
     from solbench.supervisor.runner import _setup_s

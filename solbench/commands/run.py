@@ -1,7 +1,9 @@
 """`solbench run CANDIDATE [--suite S] [--arch A] [--device D] ...`: build, check, time, report.
 
-Exit 0 only when every scenario passed; 1 when any failed; 7 when the target arch is not the GPU
-present (the candidate is still built, checked for forbidden libraries and its bounds printed).
+Exit 0 only when every scenario passed; 1 when any did not; 5 when the candidate cannot be loaded (found
+before any scenario runs); 7 when the target arch is not the GPU present (the candidate is still built,
+checked for its entry point and forbidden libraries, and its bounds printed). With --json, stdout is one
+JSON object in every case (solbench/schemas/summary.schema.json).
 """
 
 from __future__ import annotations

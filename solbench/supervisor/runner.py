@@ -206,7 +206,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         todo += [s for s in scenarios if s.id in kept and errored(kept[s.id])]
     try:
         if todo:
-            _load_all(workers, config.timeout_s)
+            _load_candidate_and_seed(workers, config.timeout_s)
         write_result(result, folder)
         for sc in todo:
             outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports)
@@ -223,14 +223,17 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     return result
 
 
-def _load_all(workers: dict, timeout_s: float) -> None:
-    """Start every worker before the first scenario: an implementation that cannot be loaded (an import
-    error, a missing symbol, a crash or hang while loading) ends the run as a LoadError, not as one
-    runtime error per scenario."""
+def _load_candidate_and_seed(workers: dict, timeout_s: float) -> None:
+    """Start the candidate's and the seed's workers before the first scenario: one that cannot be loaded (an
+    import error, a missing symbol, a crash or hang while loading) ends the run as a LoadError, not as one
+    runtime error per scenario. Baseline libraries start at their first scenario, as any comparator's
+    failure costs only its own records."""
     from solbench.core.errors import LoadError
     from solbench.sandbox.worker import WorkerFailure
 
-    for worker in workers.values():
+    for name, worker in workers.items():
+        if name != "candidate" and worker.spec.kind == "baseline":
+            continue
         try:
             worker.start(timeout_s)
         except WorkerFailure as exc:
