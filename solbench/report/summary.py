@@ -12,6 +12,7 @@ from solbench.core.model import Outcome, RunResult, Status
 from solbench.core.stats import median, rel_ci_halfwidth
 from solbench.report.tables import fewer_input_copies, scores, status_counts
 
+
 def all_passed(result: RunResult) -> bool:
     """Every scenario of the suite ran and passed: the only case `run` and `report` exit 0."""
     return result.complete and all(o.status is Status.PASSED for o in result.outcomes)

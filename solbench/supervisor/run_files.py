@@ -30,7 +30,6 @@ def load_run(path: str | Path) -> RunResult:
     run is validated against the shipped schema (solbench.schemas, run.schema.json) first, so a file of the
     wrong shape is reported with the place that is wrong, never as a traceback later.
     """
-
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
@@ -44,7 +43,7 @@ def load_run(path: str | Path) -> RunResult:
         raise ConfigError(f"{path}: not a solbench results file (top level is not an object)")
     try:
         run = benchmark_run_doc(doc, str(path)) if is_benchmark_doc(doc) else doc
-    except (TypeError, KeyError, AttributeError) as exc:
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{path}: a pytest-benchmark file whose solbench data is malformed ({exc!r})") from None
     if run.get("schema") != SCHEMA:
         raise ConfigError(f"{path}: unsupported results schema {run.get('schema')!r}; this solbench reads {SCHEMA!r} "

@@ -59,10 +59,8 @@ class RunConfig:
     """Forbidden libraries to allow in the candidate's binary."""
 
     def __post_init__(self):
-        if not self.timeout_s > 0:
+        if not self.timeout_s > 0:  # (max_scenarios is checked where it is applied, Suite.select)
             raise ConfigError(f"--timeout must be above 0 seconds, got {self.timeout_s}")
-        if self.max_scenarios is not None and self.max_scenarios < 1:
-            raise ConfigError(f"--max-scenarios must be at least 1, got {self.max_scenarios}")
 
 
 def resolve_device(requested: str | None) -> str:
