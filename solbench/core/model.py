@@ -183,3 +183,6 @@ class RunResult:
         d = dict(d)
         d["outcomes"] = tuple(Outcome.from_dict(o) for o in d.get("outcomes", ()))
         return cls(**d)
+
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status.is_failure]
