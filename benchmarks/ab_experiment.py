@@ -20,7 +20,8 @@ import numpy as np
 
 from solbench.core.errors import ConfigError
 from solbench.core.policy import TimingPolicy
-from solbench.supervisor.runner import RunConfig, load_result, run
+from solbench.supervisor.run_files import load_run
+from solbench.supervisor.runner import RunConfig, run
 from solbench.core.stats import geomean_ci, median, median_ci
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +37,7 @@ def experiment(candidate: str, args, label: str, comparator: str = "seed") -> di
     config = RunConfig(candidate=candidate, suite=args.suite, baselines=baselines, policy=TimingPolicy(),
                        seed="default" if comparator == "seed" else None, out_dir=folder,
                        filter=args.filter, max_scenarios=args.max_scenarios)
-    previous = load_result(folder) if (folder / "results.json").exists() else None
+    previous = load_run(folder) if (folder / "results.json").exists() else None
     try:
         # An interrupted experiment goes on; a finished one is run again from scratch.
         result = run(replace(config, resume=folder) if previous and not previous.complete else config)

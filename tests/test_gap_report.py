@@ -4,13 +4,13 @@ from pathlib import Path
 
 from solbench.front.cli import main
 from solbench.report.gap_report import gap_rows, timed_points
-from solbench.supervisor.runner import load_result
+from solbench.supervisor.run_files import load_run
 
 REFERENCE = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200-seed" / "real.json"
 
 
 def test_gap_rows_sorted_by_remaining_gap():
-    result = load_result(REFERENCE)
+    result = load_run(REFERENCE)
     rows = gap_rows(result)
     assert len(rows) == 24
     pct = [r["sol_measured_pct"] for r in rows]
@@ -20,7 +20,7 @@ def test_gap_rows_sorted_by_remaining_gap():
 
 
 def test_points_carry_both_sol_fractions():
-    points = timed_points(load_result(REFERENCE))
+    points = timed_points(load_run(REFERENCE))
     # The measured ceilings are lower than the datasheet, so the same time is a larger fraction of them.
     assert points and all(p["sol_fraction"] >= p["sol_datasheet"] > 0 for p in points)
     assert all(p["flops"] > 0 and p["bytes"] > 0 and p["time_ms"] > 0 for p in points)
@@ -41,7 +41,7 @@ def test_coverage_section_counts_comparators():
     from solbench.core.model import Outcome, RunResult
     from solbench.report.tables import render_coverage
 
-    result = load_result(REFERENCE)
+    result = load_run(REFERENCE)
     o = result.outcomes[0]
     with_comparators = Outcome.from_dict({**o.to_dict(), "comparators": {
         "fa3": {"status": "skipped", "reason": "no sinks", "error": None},

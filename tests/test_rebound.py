@@ -17,7 +17,7 @@ spec.loader.exec_module(rebound_recorded)
 
 def recorded(tmp_path, candidate_ms: float) -> Path:
     sc = load_suite("smoke").scenarios[0]
-    stale = {"bound_ms": 1.0, "measured_bound_ms": 2.0}
+    stale = {**bounds_for("h200")(sc).to_dict(), "bound_ms": 1.0, "measured_bound_ms": 2.0}
     error = ErrorStats(max_abs=1e-3, mean_abs=1e-4, frac_outside_tol=0.0, atol=1e-2, rtol=1e-2)
     o = Outcome(sc.id, sc.to_dict(), Status.PASSED, bound=stale, error=error,
                 measurements={"candidate": Measurement("candidate", (candidate_ms,) * 3, "cuda_events")})

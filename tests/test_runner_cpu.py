@@ -9,7 +9,8 @@ from solbench.front.cli import main
 from solbench.core.model import Status
 from solbench.core.policy import QUICK
 from solbench.core.errors import ConfigError
-from solbench.supervisor.runner import RunConfig, errored, load_result, run
+from solbench.supervisor.run_files import load_run
+from solbench.supervisor.runner import RunConfig, errored, run
 
 GOOD = "reference_kernels/torch_attention.py"
 WRONG = "reference_kernels/torch_attention_wrong_window.py"
@@ -25,7 +26,7 @@ def test_correct_candidate_passes_and_writes_reports(tmp_path, capsys):
     assert main(["run", GOOD, "--suite", "smoke", "--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "10/10 scenarios; passed 10" in out and "geomean speedup vs seed: " in out
-    result = load_result(tmp_path / "results.json")
+    result = load_run(tmp_path / "results.json")
     assert result.complete and len(result.outcomes) == 10
     assert all(o.measurements["candidate"].samples_ms and o.ratios["seed"] for o in result.outcomes)
     assert (tmp_path / "summary.md").read_text().startswith("# solbench run")
@@ -97,7 +98,8 @@ def test_input_copies_shrink_when_device_memory_is_short(tmp_path, monkeypatch):
     result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=policy, out_dir=tmp_path, max_scenarios=3))
     assert [o.status for o in result.outcomes] == [Status.PASSED] * 3
     assert [o.input_copies for o in result.outcomes] == [1, 1, 1]
-    from solbench.report.tables import render_summary, summary_dict
+    from solbench.report.summary import summary_dict
+    from solbench.report.tables import render_summary
 
     assert "timed on fewer than the policy's 3 input copies (device memory): 3 scenario(s)" in render_summary(result)
     assert summary_dict(result)["fewer_input_copies"] == [o.scenario_id for o in result.outcomes]
@@ -143,7 +145,7 @@ def test_an_interrupted_retry_keeps_the_outcomes_it_has_not_replaced(tmp_path, m
     with pytest.raises(KeyboardInterrupt):
         run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path, retry_errors=True),
             on_outcome=stop_after_one)
-    after = load_result(tmp_path)
+    after = load_run(tmp_path)
     assert [o.scenario_id for o in after.outcomes] == [o.scenario_id for o in first.outcomes]
     statuses = {o.scenario_id: o.status for o in after.outcomes}
     assert statuses[calls[0]] is Status.PASSED
@@ -274,6 +276,32 @@ def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, k
         assert (worker._proc is not None and worker._proc.pid == pid) is kept
     finally:
         worker.stop(kill=True)
+
+
+def test_a_worker_that_cannot_load_is_a_load_failure_and_mid_run_costs_its_scenario(tmp_path):
+    """A comparator that stops loading after the run began (its worker restarted) is that scenario's runtime
+    error; before the first scenario the runner turns the same failure into a LoadError (test_bad_input)."""
+    from solbench.core.policy import QUICK
+    from solbench.core.suites import load_suite
+    from solbench.sandbox.impls import ImplSpec
+    from solbench.sandbox.worker import Worker, WorkerFailure
+    from solbench.supervisor.evaluate import _check
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ImportError('libfoo.so: cannot open shared object file')\ndef forward(inputs):\n    pass\n")
+    worker = Worker(ImplSpec("seed", "python", str(broken)), "cpu", QUICK, tmp_path / "w.log")
+    with pytest.raises(WorkerFailure, match=r"seed: .*broken.py:1: import failed: ImportError: libfoo.so") as failure:
+        worker.start(60)
+    assert failure.value.kind == "load" and not worker.running
+    import random
+
+    from solbench.supervisor.audit import TimedCopies
+    from solbench.supervisor.inputs import make_inputs
+
+    sc, rng = load_suite("smoke").scenarios[0], random.Random(0)
+    copies = TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=rng)
+    status, reason, _ = _check(sc, worker, make_inputs(sc), copies, None, None, 60, seed_error=None, rng=rng)
+    assert status is Status.RUNTIME_ERROR and "import failed: ImportError" in reason and not worker.running
 
 
 def test_compiling_baselines_get_a_setup_allowance_and_others_none():

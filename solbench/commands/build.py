@@ -1,8 +1,9 @@
 """`solbench build KERNEL.cu --arch ARCH [--flag F]... [-I DIR]... [--allow-lib NAME]... [--json]`.
 
 Compiles (or fetches from the cache), prints the library path, ptxas's per-kernel resources and the
-forbidden-library verdict. Needs nvcc, not a GPU (except --arch auto). A forbidden library exits
-with BuildError's code after saying which library and which symbol.
+forbidden-library verdict. Needs nvcc, not a GPU (except --arch auto). A library that does not export
+the ABI entry point exits with LoadError's code (5), a forbidden library with BuildError's (4), after
+saying which symbol; with --json the error is then the one object printed.
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from solbench.build.binary_check import check_binary, inspect_binary
+    from solbench.build.binary_check import check_binary
+    from solbench.build.exports import check_exports
     from solbench.build.nvcc import build
 
     result = build(args.kernel, args.arch, extra_flags=tuple(args.flag), include_dirs=tuple(args.include))
-    if args.json:
-        report = inspect_binary(result.so_path, allow=tuple(args.allow_lib))
+    if args.json:  # checked before printing: a failed check's error is then the one JSON object on stdout
+        check_exports(result.so_path, source=args.kernel)
+        report = check_binary(result.so_path, allow=tuple(args.allow_lib), source=args.kernel)
         d = result.to_dict()
         d.pop("log")
         d["libraries"] = {"ok": report.ok, "verdict": report.verdict(), "needed": list(report.needed),
@@ -44,12 +47,12 @@ def run(args) -> int:
                           "allowed_findings": [vars(f) for f in report.allowed_findings],
                           "missing_tools": list(report.missing_tools)}
         print(json.dumps(d, indent=1))
-        check_binary(result.so_path, allow=tuple(args.allow_lib), source=args.kernel)  # same verdict, as an exit code
         return 0
     how = "from cache" if result.cache_hit else "compiled"
     print(f"{result.so_path}")
     print(f"{result.sm} ({result.arch}), nvcc {result.nvcc_version}, {how}")
     print(resource_table(result.kernels))
+    check_exports(result.so_path, source=args.kernel)
     report = check_binary(result.so_path, allow=tuple(args.allow_lib), source=args.kernel)
     print(f"libraries: {report.verdict()}")
     return 0

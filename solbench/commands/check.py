@@ -10,8 +10,13 @@ from __future__ import annotations
 import json
 import sys
 
+from solbench import schemas
 from solbench.core.options import CHECK_OPTIONS, add_to_parser
 
+JSON_SCHEMA = schemas.CHECK
+"""What --json prints, an error included: solbench/schemas/check.schema.json."""
+JSON_ERROR_FIELDS = {"result": "error", "passed": None}
+"""An error object also answers the report's two headline keys."""
 HELP = "judge a results.json: every scenario correct, no confident regression vs BASE, optional targets"
 
 
@@ -23,20 +28,13 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from solbench.report.check import Criteria, evaluate, render_lines
-    from solbench.core.errors import SolbenchError
     from solbench.supervisor.run_files import load_run
 
-    try:
-        criteria = Criteria(epsilon=args.epsilon, strict=args.strict, min_ratio=args.min_ratio,
-                            min_geomean=args.min_geomean, comparator=args.comparator, min_sol_pct=args.min_sol)
-        results = load_run(args.results)
-        base = load_run(args.against) if args.against else None
-        report = evaluate(results, base, criteria)
-    except SolbenchError as exc:
-        if not args.json:
-            raise
-        print(json.dumps({"result": "error", "passed": None, "exit_code": exc.exit_code, "error": str(exc)}))
-        return exc.exit_code
+    criteria = Criteria(epsilon=args.epsilon, strict=args.strict, min_ratio=args.min_ratio,
+                        min_geomean=args.min_geomean, comparator=args.comparator, min_sol_pct=args.min_sol)
+    results = load_run(args.results)
+    base = load_run(args.against) if args.against else None
+    report = evaluate(results, base, criteria)
     if args.json:
         json.dump(report.to_dict(), sys.stdout, indent=1)
         print()

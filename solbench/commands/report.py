@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from solbench import schemas
+
+JSON_SCHEMA = schemas.SUMMARY
+"""What --json (report: --format json) prints, an error included: solbench/schemas/summary.schema.json."""
 HELP = "re-render the reports of a results.json (works without a GPU)"
 
 
@@ -19,13 +23,14 @@ def run(args) -> int:
 
     import json
 
-    from solbench.report.tables import render_summary, render_table, summary_dict, write_reports
-    from solbench.supervisor.runner import load_result
+    from solbench.report.summary import exit_code, summary_dict
+    from solbench.report.tables import render_summary, render_table, write_reports
+    from solbench.supervisor.run_files import load_run
 
-    result = load_result(args.results)
+    result = load_run(args.results)
     if args.format == "json":
         print(json.dumps(summary_dict(result, str(args.results)), indent=1))
-        return 1 if result.failures() else 0
+        return exit_code(result)
     if args.format == "table":
         print(render_table(result))
         print()
@@ -35,4 +40,4 @@ def run(args) -> int:
             md, csv_path = write_reports(result, args.out or Path(scratch))[:2]
             if args.format != "table":
                 print((md if args.format == "markdown" else csv_path).read_text())
-    return 1 if result.failures() else 0
+    return exit_code(result)

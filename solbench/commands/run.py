@@ -1,7 +1,9 @@
 """`solbench run CANDIDATE [--suite S] [--arch A] [--device D] ...`: build, check, time, report.
 
-Exit 0 only when every scenario passed; 1 when any failed; 7 when the target arch is not the GPU
-present (the candidate is still built, checked for forbidden libraries and its bounds printed).
+Exit 0 only when every scenario passed; 1 when any did not; 5 when the candidate cannot be loaded (found
+before any scenario runs); 7 when the target arch is not the GPU present (the candidate is still built,
+checked for its entry point and forbidden libraries, and its bounds printed). With --json, stdout is one
+JSON object in every case (solbench/schemas/summary.schema.json).
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+from solbench import schemas
 from solbench.core.options import POLICY, QUICK, RUN_OPTIONS, add_to_parser, baselines_value, policy_value, seed_value
 
+JSON_SCHEMA = schemas.SUMMARY
+"""What --json (report: --format json) prints, an error included: solbench/schemas/summary.schema.json."""
 HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratios, roofline"
 
 
@@ -34,8 +39,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from solbench.supervisor import runner
     from solbench.core.errors import DeviceMismatchError
-    from solbench.core.model import Status
-    from solbench.report.tables import render_summary, render_table, summary_dict, write_reports
+    from solbench.report.summary import exit_code, summary_dict
+    from solbench.report.tables import render_summary, render_table, write_reports
 
     from solbench.core.archspec import known_arches
     from solbench.core.errors import ConfigError
@@ -73,14 +78,14 @@ def run(args) -> int:
     write_reports(result, folder)
     if args.json:
         print(json.dumps(summary_dict(result, str(folder / "results.json")), indent=1))
-        return 0 if all(o.status is Status.PASSED for o in result.outcomes) else 1
+        return exit_code(result)
     print()
     print(render_table(result))
     print()
     print(render_summary(result))
     # Every process the workers started has ended: this digest is the record's, for anyone to verify.
     print(f"\nresults: {folder / 'results.json'} (sha256 {runner.record_digest(folder)})")
-    return 0 if all(o.status is Status.PASSED for o in result.outcomes) else 1
+    return exit_code(result)
 
 
 def _build_and_bound_only(args, present) -> None:
@@ -94,9 +99,11 @@ def _build_and_bound_only(args, present) -> None:
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout carries JSON only
     if Path(args.candidate).suffix == ".cu":
         from solbench.build.binary_check import check_binary
+        from solbench.build.exports import check_exports
         from solbench.build.nvcc import build
 
         result = build(args.candidate, args.arch, extra_flags=tuple(args.flag))
+        check_exports(result.so_path, source=args.candidate)
         check_binary(result.so_path, allow=tuple(args.allow_lib))
         print(f"built {result.so_path} for {args.arch} ({'cached' if result.cache_hit else 'compiled'}); forbidden-library check passed",
               file=out)

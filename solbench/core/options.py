@@ -5,7 +5,9 @@ Each option is declared once here; `add_to_parser` and the plugin's `pytest_addo
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
+from typing import Callable
 
 from solbench.core import policy
 
@@ -20,7 +22,7 @@ class Option:
     help: str
     default: object = None
     choices: tuple | None = None
-    type: type | None = None
+    type: Callable[[str], object] | None = None
     action: str | None = None
 
     def kwargs(self) -> dict:
@@ -31,6 +33,22 @@ class Option:
         return kw
 
 
+def positive_int(raw: str) -> int:
+    """An argparse type: a count of at least 1 (argparse names the option in its one-line error)."""
+    value = int(raw)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(raw: str) -> float:
+    """An argparse type: a finite quantity above 0, such as a time in seconds."""
+    value = float(raw)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {raw}")
+    return value
+
+
 SUITE = Option("suite", "suite name (scenarios/<name>.toml) or path to a suite .toml", default="smoke")
 ARCH = Option("arch", "target arch (h100, h200, b200, rtx3080, cpu); default: the GPU present, else cpu")
 DEVICE = Option("device", "where to run: cuda or cpu (cpu runs Python candidates only); default cuda if present")
@@ -38,8 +56,8 @@ BASELINES = Option("baselines", "comma-separated baselines to time against, 'fla
                    "their backends (default: every available one except flex, which compiles for minutes; 'none' for none)")
 SEED = Option("seed", "path to the seed kernel used as the first comparator ('none' to skip)")
 AGAINST = Option("against", "a results.json (or run folder, or pytest-benchmark file saved by the plugin) to compare against")
-TIMEOUT = Option("timeout", "per-scenario timeout in seconds", default=120.0, type=float)
-MAX_SCENARIOS = Option("max-scenarios", "evaluate only the first N scenarios of the suite", type=int)
+TIMEOUT = Option("timeout", "per-scenario timeout in seconds", default=120.0, type=positive_float)
+MAX_SCENARIOS = Option("max-scenarios", "evaluate only the first N scenarios of the suite (N >= 1)", type=positive_int)
 FILTER = Option("filter", "only scenarios whose id contains this substring")
 
 RUN_OPTIONS = (SUITE, ARCH, DEVICE, BASELINES, SEED, TIMEOUT, MAX_SCENARIOS, FILTER)

@@ -49,19 +49,33 @@ class TimingPolicy:
     """'cuda_events' on a GPU, 'host_clock' on CPU; 'auto' picks by device."""
 
     def __post_init__(self):
-        if self.round_samples < 1 or self.min_rounds < 1 or self.max_rounds < self.min_rounds:
-            raise ConfigError("TimingPolicy: need round_samples >= 1 and 1 <= min_rounds <= max_rounds")
-        if self.rotate_inputs < 1:
-            raise ConfigError(f"TimingPolicy.rotate_inputs must be >= 1, got {self.rotate_inputs}")
+        for name, (low, high) in _RANGES.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"TimingPolicy.{name} must be a number, got {value!r}")
+            if not (value >= low[0] if low[1] else value > low[0]) or (high is not None and not value < high):
+                raise ConfigError(f"TimingPolicy.{name} must be {_describe(low, high)}, got {value}")
+        if self.max_rounds < self.min_rounds:
+            raise ConfigError(f"TimingPolicy.max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})")
         if self.method not in ("auto", "cuda_events", "host_clock"):
             raise ConfigError(f"TimingPolicy.method must be auto, cuda_events or host_clock, got {self.method!r}")
-        if self.launch_cover_ms < 0:
-            raise ConfigError(f"TimingPolicy.launch_cover_ms must be >= 0, got {self.launch_cover_ms}")
-        if not 0 < self.target_rel_ci < 1:
-            raise ConfigError(f"TimingPolicy.target_rel_ci must be in (0, 1), got {self.target_rel_ci}")
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+_RANGES = {
+    "warmup_ms": ((0, True), None), "round_samples": ((1, True), None), "min_rounds": ((1, True), None),
+    "max_rounds": ((1, True), None), "target_rel_ci": ((0, False), 1), "max_time_s": ((0, False), None),
+    "rotate_inputs": ((1, True), None), "host_check_tolerance": ((0, True), 1),
+    "launcher_budget_ms": ((0, True), None), "launch_cover_ms": ((0, True), None),
+}
+"""Per numeric field: ((lowest, whether the lowest itself is allowed), exclusive upper limit or None)."""
+
+
+def _describe(low, high) -> str:
+    bound = f"{'>=' if low[1] else '>'} {low[0]}"
+    return bound if high is None else f"{bound} and < {high}"
 
 
 QUICK = TimingPolicy(warmup_ms=5.0, round_samples=3, min_rounds=2, max_rounds=4, target_rel_ci=0.05,
@@ -91,7 +105,10 @@ def with_overrides(base: TimingPolicy, spec: str | None) -> TimingPolicy:
             changes[key] = _PARSERS[kind](raw.strip())
         except (ValueError, KeyError):
             raise ConfigError(f"--policy {key}={raw!r}: not a valid {kind}") from None
-    return replace(base, **changes)
+    try:
+        return replace(base, **changes)
+    except ConfigError as exc:  # say which option the out-of-range value came from
+        raise ConfigError(f"--policy {spec!r}: {exc}") from None
 
 
 MEASURING_FIELDS = ("cold_l2", "rotate_inputs", "method")

@@ -54,8 +54,12 @@ class Suite:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def select(self, substring: str | None = None, limit: int | None = None) -> "Suite":
+        """The scenarios whose id contains `substring`, the first `limit` of them (None: all)."""
+        if limit is not None and limit < 1:
+            raise ConfigError(f"--max-scenarios must be at least 1, got {limit}")
         chosen = [s for s in self.scenarios if not substring or substring in s.id]
-        return Suite(self.name, tuple(chosen[:limit] if limit else chosen), self.description, self.arch, self.path)
+        return Suite(self.name, tuple(chosen[:limit] if limit is not None else chosen), self.description, self.arch,
+                     self.path)
 
 
 def suites_dir() -> Path:

@@ -1,16 +1,21 @@
 """The `solbench` command: parses argv, calls one command module, maps typed errors to exit codes.
 
 Each command lives in `solbench.commands.<name>` with `HELP`, `add_arguments(parser)` and
-`run(args) -> int`; command modules import heavy libraries only inside `run`.
+`run(args) -> int`; command modules import heavy libraries only inside `run`. With `--json`, stdout
+always carries exactly one JSON object: the command's own, or, when it fails (bad arguments included),
+an error object tagged with the command's `JSON_SCHEMA` (default `solbench.error/1`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
+import json
 import sys
 
-from solbench import __version__
+from solbench import __version__, schemas
 from solbench.core.errors import SolbenchError
 
 COMMANDS = ("run", "scenarios", "report", "build", "roofline", "calibrate", "baselines", "check", "leaderboard")
@@ -39,9 +44,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def json_error(command: str | None, exit_code: int, message: str) -> dict:
+    """The one object `--json` prints when the command failed: which command, its exit code, and the line."""
+    module = importlib.import_module(f"solbench.commands.{command}") if command else None
+    return {"schema": getattr(module, "JSON_SCHEMA", schemas.ERROR), "ok": False, "command": command,
+            "exit_code": exit_code, "error": message, **getattr(module, "JSON_ERROR_FIELDS", {})}
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]):
+    """parse_args, but a usage error (printed to stderr as argparse does) comes back as (None, its message
+    line), so that main returns 2 and, with --json, prints the error object."""
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            return parser.parse_args(argv), None
+    except SystemExit as exc:
+        sys.stderr.write(captured.getvalue())
+        if exc.code in (0, None):  # --help, --version
+            raise
+        lines = captured.getvalue().strip().splitlines()
+        return None, (lines[-1].partition(": error: ")[2] or lines[-1]) if lines else "bad command line"
+
+
+def _json_requested(argv: list[str]) -> bool:
+    """--json, or report's --format json, in a command line argparse refused."""
+    pairs = zip(argv, argv[1:])
+    return "--json" in argv or "--format=json" in argv or ("--format", "json") in pairs
+
+
+def _json_output(args) -> bool:
+    return bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json"
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, usage_error = _parse(parser, argv)
+    if usage_error is not None:
+        if _json_requested(argv):
+            command = next((a for a in argv if a in COMMANDS), None)
+            print(json.dumps(json_error(command, 2, usage_error), indent=1))
+        return 2
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
@@ -49,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except SolbenchError as exc:
         print(f"solbench {args.command}: error: {exc}", file=sys.stderr)
+        if _json_output(args):
+            print(json.dumps(json_error(args.command, exc.exit_code, str(exc)), indent=1))
         return exc.exit_code
     except BrokenPipeError:  # `solbench ... | head`: the reader left; not an error of ours
         import os
@@ -57,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         print(f"solbench {args.command}: interrupted", file=sys.stderr)
+        if _json_output(args):
+            print(json.dumps(json_error(args.command, 130, "interrupted"), indent=1))
         return 130
 
 

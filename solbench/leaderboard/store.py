@@ -14,10 +14,10 @@ import json
 import sqlite3
 from pathlib import Path
 
-from solbench.core.errors import ConfigError
+from solbench.core.errors import ConfigError, SolbenchError
 from solbench.leaderboard.entry import Entry
 from solbench.core.model import RunResult
-from solbench.supervisor.runner import load_result
+from solbench.supervisor.run_files import load_run
 
 DEFAULT_DB = Path("reports") / "leaderboard.sqlite"
 SCHEMA_VERSION = 1
@@ -116,7 +116,7 @@ class Store:
 
     def add_result(self, path: str | Path, impl: str = "candidate", name: str | None = None,
                    author: str = "") -> Entry:
-        return self.add(Entry.from_result(load_result(Path(path)), impl, name, author))
+        return self.add(Entry.from_result(load_run(Path(path)), impl, name, author))
 
     def remove(self, name: str, suite: str | None = None) -> int:
         """Remove the entries called `name` (in `suite` only, if given); returns how many. ConfigError if none."""
@@ -183,6 +183,6 @@ def load_baseline_runs(root: str | Path, arches: set[str]) -> list[RunResult]:
             if isinstance(data, dict) and data.get("schema") == SCHEMA:
                 try:
                     runs.append(RunResult.from_dict(data))
-                except (TypeError, KeyError, ValueError) as exc:
+                except (SolbenchError, TypeError, KeyError, ValueError, AttributeError) as exc:
                     raise ConfigError(f"{path}: malformed baseline run: {exc}") from None
     return runs

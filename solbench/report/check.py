@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from solbench import schemas
 from solbench.core import stats
 from solbench.core.errors import ConfigError
 from solbench.core.model import Outcome, RunResult, Status
@@ -128,6 +129,7 @@ class CheckReport:
 
     def to_dict(self) -> dict:
         return {
+            "schema": schemas.CHECK, "ok": True,
             "result": {True: "pass", False: "fail", None: "unevaluated"}[self.passed],
             "passed": self.passed, "exit_code": self.exit_code,
             "results_run": self.results_run, "base_run": self.base_run,

@@ -155,28 +155,6 @@ def fewer_input_copies(result: RunResult) -> list[str]:
             if wanted is not None and o.input_copies is not None and o.input_copies < wanted]
 
 
-def summary_dict(result: RunResult, results_path: str | None = None) -> dict:
-    """What an agent needs from a run, as one JSON-able object: counts, each score with its interval (or
-    why it is 0), every failing scenario and comparator with the reason, and the per-scenario rows."""
-    return {
-        "run_id": result.run_id, "suite": result.suite, "arch": result.arch, "complete": result.complete,
-        "scenarios_done": len(result.outcomes), "scenarios_total": result.scenario_count,
-        "passed": all(o.status is Status.PASSED for o in result.outcomes) and result.complete,
-        "status_counts": status_counts(result),
-        "scores": [{"comparator": s.comparator, "geomean": s.geomean, "ci95": None if s.failed else [s.lo, s.hi], "scenarios": s.scenarios,
-                    "zero_because": list(s.failed)} for s in scores(result)],
-        "failed": [{"scenario": o.scenario_id, "status": o.status.value, "reason": o.reason}
-                   for o in result.outcomes if o.status is not Status.PASSED],
-        "comparator_failures": [{"scenario": o.scenario_id, "comparator": name, "status": c["status"],
-                                 "reason": c["reason"]}
-                                for o in result.outcomes for name, c in o.comparators.items()
-                                if c["status"] not in (Status.PASSED.value, Status.SKIPPED.value)],
-        "fewer_input_copies": fewer_input_copies(result),
-        "per_scenario": scenario_rows(result),
-        "results": results_path,
-    }
-
-
 def render_coverage(result: RunResult) -> str:
     """Per comparator: on how many scenarios it passed, was skipped (not supported) or failed; then the
     scenarios that no comparator timed, with each one's reason."""

@@ -41,7 +41,8 @@ class PythonImpl:
         try:
             spec.loader.exec_module(module)
         except Exception as exc:  # the candidate's own import failure is its problem, reported in one line
-            raise LoadError(f"{path}: import failed: {type(exc).__name__}: {exc}") from None
+            raise LoadError(f"{_where(path, exc)}: import failed: {type(exc).__name__}: {exc}; fix the module "
+                            "(or install what it imports) and run again") from None
         if not callable(getattr(module, "forward", None)):
             raise LoadError(f"{path}: no function `forward(inputs)`; define one that writes inputs.out and inputs.lse")
         self.module = module
@@ -50,6 +51,14 @@ class PythonImpl:
     def bind(self, inputs):
         forward = self.module.forward
         return lambda: forward(inputs)
+
+
+def _where(path: str, exc: Exception) -> str:
+    """path:line of the candidate's own line the exception came from (its deepest frame in that file)."""
+    import traceback
+
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == Path(path)]
+    return f"{path}:{lines[-1]}" if lines else path
 
 
 def load_impl(spec: ImplSpec, device: str):

@@ -1,11 +1,12 @@
 """One implementation per worker process, driven over a pipe, so a crash costs a scenario, not the run.
 
-Runner side: `Worker(spec, device, policy, log_path)` with `request(cmd, payload, timeout_s)`; a worker
-that dies (segfault), hangs (timeout) or reports an error is killed and restarted on the next request.
-Worker side: `_serve` holds the loaded implementation, the inputs the supervisor shared with it and a
-Timer. The supervisor allocates every tensor (CUDA IPC on a GPU, shared memory on CPU): the worker only
-calls, and the supervisor reads the outputs and checks the inputs in its own memory, so nothing the
-worker reports decides a verdict.
+Runner side: `Worker(spec, device, policy, log_path)` with `start(timeout_s)` and `request(cmd, payload,
+timeout_s)`; a worker that dies (segfault), hangs (timeout) or reports an error is killed and restarted on
+the next request. Worker side: `_serve` loads the implementation and says first whether that worked (a
+candidate that cannot be imported is a load failure, not one crash per scenario), then holds it, the
+inputs the supervisor shared with it and a Timer. The supervisor allocates every tensor (CUDA IPC on a
+GPU, shared memory on CPU): the worker only calls, and the supervisor reads the outputs and checks the
+inputs in its own memory, so nothing the worker reports decides a verdict.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ WORKER_LOG_PREFIX = "[solbench worker]"
 """Prefix of the worker's own log lines (command durations), kept out of crash messages."""
 
 
+LOAD_FAILED = "load_failed"
+"""First message of a worker whose implementation could not be loaded (import error, missing symbol)."""
+
+
 class WorkerFailure(Exception):
     """The worker died, hung, raised, or found its measuring code replaced; `kind` is 'crash', 'timeout',
-    'error' or 'tampered'."""
+    'error', 'tampered' or 'load' (the implementation could not be loaded)."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -54,7 +59,9 @@ class Worker:
         self.writes_lse = True
         """Whether the implementation writes LSE (learnt from the worker's prepare reply)."""
 
-    def _start(self):
+    def start(self, timeout_s: float = 120.0) -> None:
+        """Start the process and wait until it has loaded the implementation; WorkerFailure otherwise
+        (kind 'load' with the worker's one-line reason, 'crash' or 'timeout')."""
         import torch.multiprocessing  # registers tensor reductions for the pipe  # noqa: F401
 
         ctx = multiprocessing.get_context("spawn")
@@ -64,6 +71,10 @@ class Worker:
         self._proc.start()
         child.close()
         self._conn = parent
+        status, value = self._receive("load", timeout_s + self.setup_s)
+        if status == LOAD_FAILED:
+            self.stop(kill=True)
+            raise WorkerFailure("load", f"{self.spec.name}: {value}")
 
     @property
     def pid(self) -> int | None:
@@ -76,18 +87,12 @@ class Worker:
     def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
         """Send one command and wait for its reply; raise WorkerFailure (and reset) on any failure."""
         if not self.running:
-            self._start()
+            self.start(timeout_s)
         try:
             self._conn.send((cmd, payload))
-            if not self._conn.poll(timeout_s):
-                self.stop(kill=True)
-                raise WorkerFailure("timeout", f"{self.spec.name}: no answer to {cmd!r} within {timeout_s:g} s")
-            status, value = self._conn.recv()
-        except (EOFError, BrokenPipeError, ConnectionResetError):
-            self._proc.join(2)  # reap it, so the exit code (the signal) can be reported
-            code = self._proc.exitcode
-            self.stop(kill=True)
-            raise WorkerFailure("crash", f"{self.spec.name}: worker died ({_describe_exit(code)}){self._log_tail()}") from None
+        except (BrokenPipeError, ConnectionResetError):
+            self._died(cmd)
+        status, value = self._receive(cmd, timeout_s)
         if status == ERROR_CONTEXT_INTACT:
             # A trusted implementation (seed, baseline) raised, and its CUDA context still works: keep the
             # worker, and with it the library's compiled kernels and plans.
@@ -96,6 +101,24 @@ class Worker:
             self.stop(kill=True)  # the CUDA context may be poisoned (illegal address): start afresh
             raise WorkerFailure(status, f"{self.spec.name}: {value}")
         return value
+
+    def _receive(self, what: str, timeout_s: float):
+        """The worker's next (status, value); WorkerFailure (and reset) when it hangs or dies first."""
+        try:
+            if not self._conn.poll(timeout_s):
+                self.stop(kill=True)
+                raise WorkerFailure("timeout", f"{self.spec.name}: no answer to {what!r} within {timeout_s:g} s")
+            return self._conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            self._died(what)
+
+    def _died(self, what: str):
+        self._proc.join(2)  # reap it, so the exit code (the signal) can be reported
+        code = self._proc.exitcode
+        self.stop(kill=True)
+        during = " while loading" if what == "load" else ""
+        raise WorkerFailure("crash", f"{self.spec.name}: worker died{during} ({_describe_exit(code)}){self._log_tail()}"
+                            ) from None
 
     def stop(self, kill: bool = False):
         if self._proc is None:
@@ -161,7 +184,13 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
     # whose own imports may legitimately touch torch; only the candidate is watched.
     harness = snapshot() if spec.name == "candidate" else None
     started = time.perf_counter()
-    state = _WorkerState(spec, device, policy)
+    try:
+        state = _WorkerState(spec, device, policy)
+    except Exception as exc:
+        traceback.print_exc()
+        conn.send((LOAD_FAILED, _load_failure(exc)))
+        return
+    conn.send(("ok", None))
     print(f"{WORKER_LOG_PREFIX} start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
     while True:
         try:
@@ -183,7 +212,20 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
             traceback.print_exc()
             # The candidate's worker always starts afresh after an error (it may have left anything behind).
             status = ERROR_CONTEXT_INTACT if spec.name != "candidate" and _context_intact(device) else "error"
-            conn.send((status, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+            conn.send((status, f"{type(exc).__name__}: {_first_line(exc)}"))
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _load_failure(exc: Exception) -> str:
+    """One line: solbench's own LoadError already says what and where; anything else gets its type."""
+    from solbench.core.errors import SolbenchError
+
+    first = _first_line(exc)
+    return first if isinstance(exc, SolbenchError) and first else f"{type(exc).__name__}: {first}"
 
 
 def _context_intact(device: str) -> bool:

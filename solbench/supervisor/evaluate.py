@@ -49,7 +49,8 @@ def input_copies(policy: TimingPolicy, copy_bytes: int, holders: int, device_byt
     never below 1.
 
     Fewer copies change nothing the verdicts rest on: every timed call still gets poisoned outputs and a
-    cold L2, and the check after timing refills the reused pointers. Inputs this large (GBs) are far
+    cold L2, and every copy gets fresh contents after each round that calls it. Inputs this large (GBs)
+    are far
     beyond any cache, so the pointers' reuse cannot flatter the time either."""
     if device_bytes <= 0 or copy_bytes <= 0:
         return policy.rotate_inputs
@@ -66,7 +67,8 @@ def _device_bytes(device: str) -> int:
 
 
 FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR,
-                  "tampered": Status.TAMPERED}
+                  "tampered": Status.TAMPERED,
+                  "load": Status.RUNTIME_ERROR}  # a restarted worker that no longer loads (the run began with it loaded)
 
 
 def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, device: str,

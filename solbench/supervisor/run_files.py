@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from solbench import schemas
 from solbench.core.errors import ConfigError, SolbenchError
-from solbench.core.model import RunResult
+from solbench.core.model import SCHEMA, RunResult
 
 MACHINE_KEY = "solbench"
 """Key under pytest-benchmark's machine_info holding the run header."""
@@ -25,7 +26,9 @@ OUTCOME_KEY = "solbench_outcome"
 def load_run(path: str | Path) -> RunResult:
     """Read a RunResult from results.json, a run folder holding one, or a plugin-written pytest-benchmark file.
 
-    Raises ConfigError (one line naming the file) when it is missing, not JSON, or not a solbench run.
+    Raises ConfigError (one line naming the file) when it is missing, not JSON, or not a solbench run: the
+    run is validated against the shipped schema (solbench.schemas, run.schema.json) first, so a file of the
+    wrong shape is reported with the place that is wrong, never as a traceback later.
     """
     path = Path(path)
     if path.is_dir():
@@ -33,18 +36,22 @@ def load_run(path: str | Path) -> RunResult:
     try:
         doc = json.loads(path.read_text())
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise ConfigError(f"{path}: cannot read results: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: not a solbench results file (top level is not an object)")
     try:
-        if is_benchmark_doc(doc):
-            return from_benchmark_doc(doc, str(path))
-        return RunResult.from_dict(doc)
-    except ConfigError:
-        raise
-    except (SolbenchError, TypeError, KeyError, ValueError, AttributeError) as exc:
+        run = benchmark_run_doc(doc, str(path)) if is_benchmark_doc(doc) else doc
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{path}: a pytest-benchmark file whose solbench data is malformed ({exc!r})") from None
+    if run.get("schema") != SCHEMA:
+        raise ConfigError(f"{path}: unsupported results schema {run.get('schema')!r}; this solbench reads {SCHEMA!r} "
+                          "(a results.json written by `solbench run`)")
+    schemas.validate(run, "run", str(path))
+    try:
+        return RunResult.from_dict(run)
+    except (SolbenchError, TypeError, KeyError, ValueError, AttributeError) as exc:  # an invariant the schema cannot say
         raise ConfigError(f"{path}: not a valid solbench results file: {exc}") from None
 
 
@@ -53,8 +60,8 @@ def is_benchmark_doc(doc: dict) -> bool:
     return isinstance(doc.get("benchmarks"), list) and "machine_info" in doc
 
 
-def from_benchmark_doc(doc: dict, source: str = "pytest-benchmark file") -> RunResult:
-    """The RunResult the solbench plugin stored in a pytest-benchmark document."""
+def benchmark_run_doc(doc: dict, source: str = "pytest-benchmark file") -> dict:
+    """The results.json document the solbench plugin stored in a pytest-benchmark document."""
     header = (doc.get("machine_info") or {}).get(MACHINE_KEY)
     if not isinstance(header, dict):
         raise ConfigError(f"{source}: a pytest-benchmark file without solbench data "
@@ -67,9 +74,9 @@ def from_benchmark_doc(doc: dict, source: str = "pytest-benchmark file") -> RunR
     for outcome in header.get("untimed", ()):
         by_id[outcome["scenario_id"]] = outcome
     order = header.get("order") or list(by_id)
-    run = dict(header["run"])
+    run = dict(header.get("run") or {})
     run["outcomes"] = [by_id[sid] for sid in order if sid in by_id]
-    return RunResult.from_dict(run)
+    return run
 
 
 def _stats_seconds(samples_ms: tuple[float, ...]) -> dict:

@@ -18,6 +18,7 @@ from solbench.core.errors import ConfigError
 from solbench.sandbox.impls import ImplSpec, candidate_kind
 from solbench.core.model import Outcome, RunResult, Status
 from solbench.core.policy import TimingPolicy
+from solbench.supervisor.run_files import load_run
 
 REPO_KERNELS = Path(__file__).resolve().parents[2] / "reference_kernels"
 DEFAULT_SEED = {"cuda": "seed_attention.cu", "cpu": "torch_attention.py"}
@@ -57,6 +58,10 @@ class RunConfig:
     """Extra nvcc flags for a .cu candidate."""
     allow_libs: tuple[str, ...] = ()
     """Forbidden libraries to allow in the candidate's binary."""
+
+    def __post_init__(self):
+        if not self.timeout_s > 0:  # (max_scenarios is checked where it is applied, Suite.select)
+            raise ConfigError(f"--timeout must be above 0 seconds, got {self.timeout_s}")
 
 
 def resolve_device(requested: str | None) -> str:
@@ -123,12 +128,17 @@ def _source_spec(name: str, path: str, arch: str, config: RunConfig, candidate: 
     kind = candidate_kind(path)
     if kind == "cu":
         from solbench.build.binary_check import check_binary
+        from solbench.build.exports import check_exports
         from solbench.build.nvcc import build
 
         so_path = build(path, arch, extra_flags=config.build_flags if candidate else ()).so_path if path.endswith(".cu") else path
-        # Prebuilt .so files too: the library policy is about the binary, however it was made.
+        # Prebuilt .so files too: the entry point and the library policy are about the binary, however it was made.
+        check_exports(so_path, source=path)
         check_binary(so_path, allow=config.allow_libs if candidate else ())
         return ImplSpec(name, "cu", str(Path(so_path).resolve()), Path(path).name)
+    from solbench.supervisor.python_source import check_python_candidate
+
+    check_python_candidate(path)  # read, never imported here: only its worker runs candidate code
     return ImplSpec(name, kind, str(Path(path).resolve()), Path(path).name)
 
 
@@ -172,16 +182,6 @@ def _file_sha256(path: Path) -> str:
         return ""
 
 
-def load_result(path: Path) -> RunResult:
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
-    try:
-        return RunResult.from_dict(json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read results: {exc}") from None
-
-
 def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) -> RunResult:
     """Evaluate the candidate on the suite; returns the RunResult also written to disk. When the call
     returns, every process the workers started has ended, so results.json is final (`record_digest`)."""
@@ -203,7 +203,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     policy = replace(config.policy, method="cuda_events" if device == "cuda" else "host_clock")
     specs = implementation_specs(config, device, arch)
 
-    previous = load_result(config.resume) if config.resume else None
+    previous = load_run(config.resume) if config.resume else None
     folder = Path(config.resume or config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
     if folder.suffix == ".json":
         folder = folder.parent
@@ -224,10 +224,10 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept), scenario_count=len(scenarios),
     )
     record = RecordKeeper(folder)
-    record.write(result, "start")
     secret = secrets.token_bytes(16)  # the inputs' contents: known to this process alone, never written down
     reaper = Reaper()
     bound_fn = bounds_for(arch)
+    folder.mkdir(parents=True, exist_ok=True)
     workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log", setup_s=_setup_s(s)) for n, s in specs.items()}
     supports = _baseline_claims(specs, arch)
     # Scenarios never run first, then those retried: a retry replaces its outcome only once it is done,
@@ -236,6 +236,9 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     if config.retry_errors:
         todo += [s for s in scenarios if s.id in kept and errored(kept[s.id])]
     try:
+        if todo:
+            _load_candidate_and_seed(workers, config.timeout_s)
+        record.write(result, "start")
         for sc in todo:
             outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports, secret)
             reaper.sweep({w.pid for w in workers.values() if w.pid})
@@ -258,6 +261,23 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
 def record_digest(folder: Path) -> str:
     """sha256 of a run's results.json, as `solbench run` prints it at the end."""
     return _file_sha256(Path(folder) / "results.json")
+
+
+def _load_candidate_and_seed(workers: dict, timeout_s: float) -> None:
+    """Start the candidate's and the seed's workers before the first scenario: one that cannot be loaded (an
+    import error, a missing symbol, a crash or hang while loading) ends the run as a LoadError, not as one
+    runtime error per scenario. Baseline libraries start at their first scenario, as any comparator's
+    failure costs only its own records."""
+    from solbench.core.errors import LoadError
+    from solbench.sandbox.worker import WorkerFailure
+
+    for name, worker in workers.items():
+        if name != "candidate" and worker.spec.kind == "baseline":
+            continue
+        try:
+            worker.start(timeout_s)
+        except WorkerFailure as exc:
+            raise LoadError(f"{exc}; see {worker.log_path}" if exc.kind != "load" else str(exc)) from None
 
 
 MACHINE_ERRORS = ("OutOfMemoryError", "out of memory", "worker died", "no answer to")

@@ -1,0 +1,1 @@
+"""nvcc, the build cache, the forbidden-library check."""

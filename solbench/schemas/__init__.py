@@ -1,0 +1,70 @@
+"""JSON Schemas (Draft 2020-12) of what solbench writes for programs, shipped with the package:
+
+- `run.schema.json`: results.json (`"schema": "solbench.run/1"`);
+- `summary.schema.json`: what `solbench run --json` and `solbench report --format json` print
+  (`solbench.summary/1`), a summary or, when the command failed, an error object;
+- `check.schema.json`: what `solbench check --json` prints (`solbench.check/1`);
+- `error.schema.json`: the error object any other command prints with --json (`solbench.error/1`).
+
+A front-end in another language validates with `path(name)`; solbench itself validates every results
+file it reads (`validate`), so a file of the wrong shape is one line naming where, not a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from pathlib import Path
+
+from solbench.core.errors import ConfigError
+
+SUMMARY = "solbench.summary/1"
+"""Tag of `solbench run --json` / `solbench report --format json` output (summary.schema.json)."""
+CHECK = "solbench.check/1"
+"""Tag of `solbench check --json` output (check.schema.json)."""
+ERROR = "solbench.error/1"
+"""Tag of the error object of a --json command that has no schema of its own (error.schema.json)."""
+
+NAMES = ("run", "summary", "check", "error")
+
+MAX_MESSAGE = 160
+"""Characters of jsonschema's message kept: it quotes the offending value, which may be a whole run."""
+
+
+def path(name: str) -> Path:
+    """Where the schema file lies (inside the installed package)."""
+    if name not in NAMES:
+        raise ConfigError(f"unknown schema {name!r}; known: {', '.join(NAMES)}")
+    return Path(str(resources.files(__name__) / f"{name}.schema.json"))
+
+
+@functools.lru_cache(maxsize=None)
+def load(name: str) -> dict:
+    return json.loads(path(name).read_text())
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(name: str):
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(load(name))
+
+
+def validate(doc, name: str, source: str) -> None:
+    """Raise ConfigError naming `source`, the JSON location and what is wrong there, unless `doc` is valid."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(name).iter_errors(doc))
+    if error is None:
+        return
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path) or "the top level"
+    message = error.message if len(error.message) <= MAX_MESSAGE else error.message[:MAX_MESSAGE - 1] + "…"
+    schema = load(name)
+    raise ConfigError(f"{source}: not a valid {schema['title']} ({tag(name)}): at {where.lstrip('.')}: {message} "
+                      f"(the shape is in solbench/schemas/{name}.schema.json)")
+
+
+def tag(name: str) -> str:
+    """The `"schema"` value a document of this kind carries, e.g. 'solbench.run/1'."""
+    return load(name)["properties"]["schema"]["const"]
