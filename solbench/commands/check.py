@@ -13,6 +13,11 @@ import sys
 from solbench.core.options import CHECK_OPTIONS, add_to_parser
 
 HELP = "judge a results.json: every scenario correct, no confident regression vs BASE, optional targets"
+EXAMPLES = """\
+solbench check reports/RUN/results.json --against base.json   # exit 0 pass, 1 fail, 2 cannot compare
+solbench check new.json --against base.json --min-geomean 1.05 --json
+solbench check new.json --min-sol 50
+"""
 
 
 def add_arguments(parser) -> None:

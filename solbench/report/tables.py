@@ -107,7 +107,8 @@ def scenario_rows(result: RunResult) -> list[dict]:
     return rows
 
 
-def _fmt(v) -> str:
+def format_value(v) -> str:
+    """A table cell: 4 significant digits, "-" for nothing."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     if isinstance(v, float):
@@ -121,7 +122,7 @@ def render_table(result: RunResult, fmt: str = "simple", max_reason: int = 70) -
     rows = scenario_rows(result)
     for r in rows:
         r["reason"] = (r["reason"][: max_reason - 1] + "…") if len(r["reason"]) > max_reason else r["reason"]
-    table = [[_fmt(v) for v in r.values()] for r in rows]
+    table = [[format_value(v) for v in r.values()] for r in rows]
     headers = list(rows[0].keys()) if rows else []
     return tabulate(table, headers=headers, tablefmt=fmt)
 
@@ -142,9 +143,27 @@ def render_summary(result: RunResult) -> str:
             lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")
     for o in result.outcomes:
         for name, c in o.comparators.items():
-            if c["status"] != Status.PASSED.value:
+            if c["status"] not in (Status.PASSED.value, Status.SKIPPED.value):
                 lines.append(f"comparator {name} on {o.scenario_id}: {c['status']}: {c['reason']}")
+    declined = declined_counts(result)
+    if declined:
+        per = ", ".join(f"{name} {sum(reasons.values())}" for name, reasons in declined.items())
+        lines.append(f"not supported by a comparator (skipped, the reasons counted in summary.md and summary.html): "
+                     f"{sum(sum(r.values()) for r in declined.values())} (scenario, comparator) pairs: {per}")
     return "\n".join(lines)
+
+
+def declined_counts(result: RunResult) -> dict[str, dict[str, int]]:
+    """Per comparator, how many scenarios it declined (skipped: not supported) for each reason; most first.
+    Hundreds of such pairs are normal on a wide suite: they are counted, not listed one per line."""
+    counts: dict[str, dict[str, int]] = {}
+    for o in result.outcomes:
+        for name, c in o.comparators.items():
+            if c["status"] == Status.SKIPPED.value:
+                reasons = counts.setdefault(name, {})
+                reasons[c["reason"]] = reasons.get(c["reason"], 0) + 1
+    return {name: dict(sorted(r.items(), key=lambda kv: -kv[1]))
+            for name, r in sorted(counts.items(), key=lambda kv: -sum(kv[1].values()))}
 
 
 def fewer_input_copies(result: RunResult) -> list[str]:
@@ -195,6 +214,10 @@ def render_coverage(result: RunResult) -> str:
         return "(no comparators ran)"
     table = tabulate([[n, r["passed"], r["skipped"], r["failed"]] for n, r in counts.items()],
                      headers=["comparator", "passed", "not supported", "failed"], tablefmt="github")
+    reasons = [[name, reason, n] for name, per in declined_counts(result).items() for reason, n in per.items()]
+    if reasons:
+        table += "\n\nWhy not supported:\n\n" + tabulate(reasons, headers=["comparator", "reason", "scenarios"],
+                                                       tablefmt="github")
     tail = ["", f"{len(uncovered)} scenario(s) without a comparator:", *uncovered] if uncovered else []
     return "\n".join([table, *tail])
 
@@ -216,7 +239,7 @@ def render_gap_table(result: RunResult, fmt: str = "github") -> str:
     rows = gap_rows(result)
     if not rows:
         return "(no timed scenario has a roofline bound)"
-    return tabulate([[_fmt(v) for v in r.values()] for r in rows], headers=list(rows[0]), tablefmt=fmt)
+    return tabulate([[format_value(v) for v in r.values()] for r in rows], headers=list(rows[0]), tablefmt=fmt)
 
 
 def write_markdown(result: RunResult, path: Path, charts: dict | None = None) -> None:

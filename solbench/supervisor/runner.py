@@ -156,8 +156,12 @@ def load_result(path: Path) -> RunResult:
         raise ConfigError(f"{path}: cannot read results: {exc}") from None
 
 
-def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) -> RunResult:
-    """Evaluate the candidate on the suite; returns the RunResult also written to disk."""
+def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
+        on_start: Callable[[str, int, int], None] | None = None) -> RunResult:
+    """Evaluate the candidate on the suite; returns the RunResult also written to disk.
+
+    The runner never prints: a front-end follows it through `on_start(scenario_id, index, total)` before
+    each scenario of this invocation (index counts those finished so far) and `on_outcome(outcome)` after."""
     from solbench.gpu.environment import collect
     from solbench.supervisor.evaluate import evaluate
     from solbench.core.roofline import bounds_for, profile_provenance
@@ -203,7 +207,9 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
     if config.retry_errors:
         todo += [s for s in scenarios if s.id in kept and errored(kept[s.id])]
     try:
-        for sc in todo:
+        for index, sc in enumerate(todo):
+            if on_start:
+                on_start(sc.id, index, len(todo))
             outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports)
             kept[sc.id] = outcome
             result = replace(result, outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept))
