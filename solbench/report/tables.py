@@ -112,7 +112,7 @@ def format_value(v) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return f"{v:.4g}" if abs(v) < 1e4 or math.isinf(v) else f"{v:.0f}"  # 48931, not 4.893e+04
     return str(v)
 
 
@@ -127,8 +127,8 @@ def render_table(result: RunResult, fmt: str = "simple", max_reason: int = 70) -
     return tabulate(table, headers=headers, tablefmt=fmt)
 
 
-def render_summary(result: RunResult) -> str:
-    """A few lines: counts, score per comparator, and which scenarios failed and why."""
+def summary_head(result: RunResult) -> list[str]:
+    """The summary's first lines: counts, the score per comparator, input copies."""
     counts = status_counts(result)
     done = f"{len(result.outcomes)}/{result.scenario_count}" + ("" if result.complete else " (incomplete)")
     lines = [f"suite {result.suite} on {result.arch}: {done} scenarios; "
@@ -138,13 +138,24 @@ def render_summary(result: RunResult) -> str:
     if fewer:
         lines.append(f"timed on fewer than the policy's {result.policy.get('rotate_inputs')} input copies (device "
                      f"memory): {len(fewer)} scenario(s), e.g. {fewer[0]}")
+    return lines
+
+
+def comparator_failures(result: RunResult) -> list[tuple[str, str, dict]]:
+    """(scenario id, comparator, its record) for every comparator that ran and did not pass."""
+    return [(o.scenario_id, name, c) for o in result.outcomes for name, c in o.comparators.items()
+            if c["status"] not in (Status.PASSED.value, Status.SKIPPED.value)]
+
+
+def render_summary(result: RunResult) -> str:
+    """A few lines: counts, score per comparator, which scenarios failed and why, comparator failures, and
+    how many scenarios each comparator does not support."""
+    lines = summary_head(result)
     for o in result.outcomes:
         if o.status is not Status.PASSED:
             lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")
-    for o in result.outcomes:
-        for name, c in o.comparators.items():
-            if c["status"] not in (Status.PASSED.value, Status.SKIPPED.value):
-                lines.append(f"comparator {name} on {o.scenario_id}: {c['status']}: {c['reason']}")
+    for scenario_id, name, c in comparator_failures(result):
+        lines.append(f"comparator {name} on {scenario_id}: {c['status']}: {c['reason']}")
     declined = declined_counts(result)
     if declined:
         per = ", ".join(f"{name} {sum(reasons.values())}" for name, reasons in declined.items())
