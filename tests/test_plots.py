@@ -148,7 +148,8 @@ def test_a_point_can_take_another_implementations_style(tmp_path):
 
 
 def test_sol_chart_lists_only_implementations_it_draws(tmp_path):
-    rows = [{"scenario_id": "near", "impl": "fa3", "sol_fraction": 0.9}, {"scenario_id": "near", "impl": "seed", "sol_fraction": 0.8},
+    rows = [{"scenario_id": "near", "impl": "fa3", "sol_fraction": 0.9},
+            {"scenario_id": "near", "impl": "seed", "sol_fraction": 0.8},
             {"scenario_id": "far", "impl": "seed", "sol_fraction": 0.1}]
     svg = plots.sol_bar_chart(rows, tmp_path / "sol.svg", limit=1)
     assert svg_colors(svg) == {"seed": plots.IMPL_STYLES["seed"].color}

@@ -30,7 +30,8 @@ def test_ids_break_after_a_dash_and_text_at_spaces():
     sid = "chunkedprefill-n4-tq4352-tkv34304-Leb413d-hq32-hkv8-d128-fp8-dspt-page64-causal-wl127-sink"
     lines = break_text(sid, 40)
     assert "".join(lines) == sid and all(len(line) <= 40 and line.endswith("-") for line in lines[:-1])
-    assert break_text("no attention sinks (s_aux exists only in vLLM)", 20) == ["no attention sinks", "(s_aux exists only", "in vLLM)"]
+    assert break_text("no attention sinks (s_aux exists only in vLLM)", 20) == [
+        "no attention sinks", "(s_aux exists only", "in vLLM)"]
     assert break_text("x_sdpa-efficient", 9, joints="_-") == ["x_sdpa-", "efficient"]
     assert break_text("a" * 25, 10) == ["a" * 10, "a" * 10, "a" * 5]  # no joint: cut
 

@@ -65,9 +65,10 @@ def run(args) -> int:
     rows = []
     for lib in libraries:
         why = "; ".join(f"{t['reason']} ({t['count']})" for t in lib["top_reasons"][:2])
+        available = ("yes" if lib["available"] else "no") + ("" if lib["in_default_set"] else " (when named)")
         rows.append({"baseline": lib["name"], "extra": f"solbench[{lib['package']}]", "version": lib["version"] or "-",
-                     "available": ("yes" if lib["available"] else "no") + ("" if lib["in_default_set"] else " (when named)"),
-                     "supports": f"{lib['supported']}/{lib['total']}", "top reasons (count)": why})
+                     "available": available, "supports": f"{lib['supported']}/{lib['total']}",
+                     "top reasons (count)": why})
     print(fit_table(rows, wrap={"top reasons (count)": 30}, wide=args.wide))
     missing = [lib for lib in libraries if not lib["available"]]
     if missing:
@@ -79,7 +80,8 @@ def run(args) -> int:
              f"scenarios have at least one baseline ({len(REGISTRY)} registered, counted whether installed or not)"]
     for row in uncovered[:10]:
         reasons = dict(row.reasons)
-        lines.append(f"  no baseline: {row.scenario_id}: " + _clip("; ".join(f"{n}: {r}" for n, r in reasons.items()), 200))
+        why = _clip("; ".join(f"{n}: {r}" for n, r in reasons.items()), 200)
+        lines.append(f"  no baseline: {row.scenario_id}: {why}")
     print(fit_lines("\n".join(lines), wide=args.wide))
     if len(uncovered) > 10:
         print(f"  ... and {len(uncovered) - 10} more (--json lists all)")

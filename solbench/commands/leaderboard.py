@@ -38,13 +38,15 @@ def add_arguments(parser) -> None:
         p.add_argument("--arch", help="only this arch (h200, b200, ...)")
         return with_baselines(p)
 
-    add = with_baselines(sub.add_parser("add", **action, help="add a run's candidate (or --impl seed / a baseline) as an entry"))
+    add = with_baselines(sub.add_parser("add", **action,
+                                        help="add a run's candidate (or --impl seed / a baseline) as an entry"))
     add.add_argument("results", type=Path, help="a results.json, or a run folder holding one")
     add.add_argument("--name", help="entry name (default: the candidate's file stem, or the --impl name)")
     add.add_argument("--author", default="", help="who made it")
     add.add_argument("--impl", default="candidate",
                      help="which implementation of the run: candidate (default), seed, or a baseline name such as fa3")
-    show = with_selection(sub.add_parser("show", **action, help="print the ranking (one board per suite, arch and GPU)"))
+    show = with_selection(sub.add_parser("show", **action,
+                                         help="print the ranking (one board per suite, arch and GPU)"))
     show.add_argument("--json", action="store_true", help="print JSON instead of tables")
     add_to_parser(show, (WIDE,))
     export = with_selection(sub.add_parser("export", **action, help="write a static, self-contained web page"))

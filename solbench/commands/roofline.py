@@ -64,8 +64,8 @@ def run(args) -> int:
     if profile is not None:
         ceilings += (f"; measured {profile.bf16_tflops:g} TFLOP/s bf16, {profile.memory_tbps:g} TB/s, "
                      f"launch {profile.launch_us:g} us ({profile.gpu}, {profile.date})")
-    print(fit_lines(f"\n{len(bounded)} scenarios of suite {suite.name!r} bounded on {spec.name} ({spec.gpu}: {ceilings})",
-                    wide=args.wide))
+    print(fit_lines(f"\n{len(bounded)} scenarios of suite {suite.name!r} bounded on {spec.name} "
+                    f"({spec.gpu}: {ceilings})", wide=args.wide))
     if profile is None:
         print("launch-bound needs a measured launch latency: pass --measured after `solbench calibrate`")
     return 0

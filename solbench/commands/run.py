@@ -43,6 +43,7 @@ def run(args) -> int:
     from solbench.core.model import Status
     from solbench.report.tables import render_summary, summary_dict, write_reports
     from solbench.report.terminal import fit_lines, scenario_table
+    from solbench.front.progress import RunProgress
 
     from solbench.core.archspec import known_arches
     from solbench.core.errors import ConfigError
@@ -64,8 +65,6 @@ def run(args) -> int:
         resume=args.resume, retry_errors=args.retry_errors, filter=args.filter, max_scenarios=args.max_scenarios,
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib),
     )
-
-    from solbench.front.progress import RunProgress
 
     with RunProgress() as progress:
         result = runner.run(config, on_outcome=progress.finished, on_start=progress.started)
@@ -104,6 +103,6 @@ def _build_and_bound_only(args, present) -> None:
         rows = []
         for sc in load_suite(args.suite).select(args.filter, args.max_scenarios).scenarios:
             b = bound(sc, spec)
-            rows.append([sc.id, f"{b.flops:.3e}", f"{b.bytes:.3e}", f"{b.bound_ms * 1e3:.2f}", b.limit])
-        table = [dict(zip(("scenario", "flops", "bytes", "bound_us", "limit"), row)) for row in rows]
-        print(fit_table(table, wrap={"scenario": 46}, wide=args.wide), file=out)
+            rows.append({"scenario": sc.id, "flops": f"{b.flops:.3e}", "bytes": f"{b.bytes:.3e}",
+                         "bound_us": f"{b.bound_ms * 1e3:.2f}", "limit": b.limit})
+        print(fit_table(rows, wrap={"scenario": 46}, wide=args.wide), file=out)

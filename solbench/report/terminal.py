@@ -66,7 +66,8 @@ def fit_table(rows: Sequence[Mapping[str, object]], width: int = WIDTH, wrap: Ma
     keys = list(rows[0])
     cells = {k: ["" if r[k] is None else str(r[k]) for r in rows] for k in keys}
     if wide:
-        return tabulate([[cells[k][i] for k in keys] for i in range(len(rows))], headers=keys, tablefmt="simple", numalign="right")
+        return tabulate([[cells[k][i] for k in keys] for i in range(len(rows))], headers=keys, tablefmt="simple",
+                        numalign="right")
     headers = {k: k if k in wrap else _header(k, cells[k]) for k in keys}
     left_out = []
     for dropping in [None, *optional]:
@@ -98,7 +99,7 @@ def scenario_table(result, wide: bool = False) -> str:
     Otherwise a short set fitted to WIDTH: status, time, noise, the speedup vs the
     seed and vs the best comparator (with its name), % of SOL and the reason; ids wrapped."""
     from solbench.core.stats import median
-    from solbench.report.tables import format_value, best_ratios, comparator_names, render_table, scenario_rows
+    from solbench.report.tables import best_ratios, comparator_names, format_value, render_table, scenario_rows
 
     if wide:
         return render_table(result, max_reason=1 << 20)
