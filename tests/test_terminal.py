@@ -45,6 +45,11 @@ def test_fit_table_leaves_out_optional_columns_in_order_and_says_so():
     assert widest(fit_table(rows, width=100, wrap={"id": 30}, optional=("b", "c"), wide=True)) > 100
 
 
+def test_a_table_that_fits_is_left_as_it_is():
+    rows = [{"id": "prefill-b1-sq1-skv1", "launch-bound": "yes"}]
+    assert fit_table(rows) == fit_table(rows, wide=True) and "launch-bound" in fit_table(rows)
+
+
 def test_fit_lines_indents_continuations():
     line = "timed on fewer input copies: 6 scenario(s), e.g. decode-n128-tq128-tkv147527-L0c667d-hq32-hkv32-d128-bf16"
     out = fit_lines(line, width=60).splitlines()

@@ -65,6 +65,8 @@ def fit_table(rows: Sequence[Mapping[str, object]], width: int = WIDTH, wrap: Ma
     wrap = dict(wrap or {})
     keys = list(rows[0])
     cells = {k: ["" if r[k] is None else str(r[k]) for r in rows] for k in keys}
+    if sum(_column_width(k, cells[k]) for k in keys) + GAP * (len(keys) - 1) <= width:
+        wide = True  # fits as it is: nothing to wrap
     if wide:
         return tabulate([[cells[k][i] for k in keys] for i in range(len(rows))], headers=keys, tablefmt="simple",
                         numalign="right")
