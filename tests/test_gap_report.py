@@ -33,7 +33,7 @@ def test_report_writes_markdown_html_and_charts(tmp_path, capsys):
     md = (tmp_path / "summary.md").read_text()
     assert "## Gap to the speed of light" in md and "![roofline](roofline.png)" in md
     page = (tmp_path / "summary.html").read_text()
-    assert page.count("data:image/png;base64,") == 2 and "<table>" in page
+    assert page.count("data:image/png;base64,") == 2 and '<table id="scenarios"' in page
     assert (tmp_path / "roofline.png").stat().st_size > 10_000
 
 

@@ -5,36 +5,16 @@ and the embedded roofline chart. Skips where no Chromium is installed (`.ci/run`
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import pytest
 
+import headless
+from headless import browser  # noqa: F401 (a fixture)
 from solbench import __version__
 from solbench.leaderboard.entry import Entry
 from solbench.leaderboard.html import write_site
 from solbench.leaderboard.rank import build_boards
 from test_leaderboard import IDS, SUITE, baseline_run, entry
-
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars")
-
-
-def _chromium() -> str | None:
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path and subprocess.run([path, "--version"], capture_output=True, timeout=60).returncode == 0:
-            return path
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser():
-    path = _chromium()
-    if path is None:
-        pytest.skip("no Chromium found (apt-get install chromium)")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +27,8 @@ def site(tmp_path_factory):
     return write_site(boards, tmp_path_factory.mktemp("site"))
 
 
-def _run(browser, tmp_path, *args) -> subprocess.CompletedProcess:
-    cmd = [browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+def _run(browser, tmp_path, *args):
+    return headless.run(browser, tmp_path / "profile", *args)
 
 
 def test_page_renders_table_drilldown_and_chart(browser, site, tmp_path):

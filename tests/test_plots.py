@@ -100,3 +100,57 @@ def test_sol_bar_chart_with_nothing(tmp_path):
 def test_import_is_lazy():
     code = "import sys, solbench.report.plots; print('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_every_implementation_has_its_own_fixed_style():
+    from solbench.baselines import REGISTRY
+
+    assert {"candidate", "seed", *REGISTRY} <= set(plots.IMPL_STYLES)
+    styles = list(plots.IMPL_STYLES.values())
+    assert len({s.color for s in styles}) == len(styles) and len({s.marker for s in styles}) == len(styles)
+
+
+def test_other_names_keep_one_style_and_do_not_take_a_library_colour():
+    names = [f"kernel-{i}" for i in range(40)]
+    assert [plots.impl_style(n) for n in names] == [plots.impl_style(n) for n in names]
+    fixed = {s.color for s in plots.IMPL_STYLES.values()}
+    assert not fixed & {plots.impl_style(n).color for n in names}
+    assert len({plots.impl_style(n) for n in names}) > 10  # spread over colours and markers
+
+
+def svg_colors(path) -> dict[str, str]:
+    """impl -> the colour its first drawn element has in a chart saved as SVG (each impl's artists carry
+    gid 'impl-<name>')."""
+    import re
+
+    found = re.finditer(r'<g id="impl-([^"]+)">.*?(?:fill|stroke): (#[0-9a-f]{6})', path.read_text(), re.S)
+    colors = {}
+    for m in found:
+        colors.setdefault(m.group(1), m.group(2))
+    return colors
+
+
+@pytest.mark.parametrize("impls", [("candidate", "seed", "fa3", "sdpa-flash", "flex", "cudnn", "fa4",
+                                    "torch-cudnn", "flashinfer-fa2", "flashinfer-fa3", "sdpa-efficient", "mine"),
+                                   ("flex", "fa3", "mine")])
+def test_charts_draw_each_implementation_in_its_own_colour_whatever_else_is_drawn(tmp_path, impls):
+    rows = rows_for(6, impls)
+    roof = svg_colors(plots.roofline_chart(rows, load_arch("h200"), None, tmp_path / "roof.svg"))
+    bars = svg_colors(plots.sol_bar_chart(rows, tmp_path / "sol.svg"))
+    expected = {impl: plots.impl_style(impl).color for impl in impls}
+    assert roof == expected and bars == expected  # 12 implementations: no colour cycle repeats
+
+
+def test_a_point_can_take_another_implementations_style(tmp_path):
+    rows = [{**r, "impl": "fa3 (recorded 2026-01)", "style": "fa3"} for r in rows_for(4, ("fa3",))]
+    colors = svg_colors(plots.roofline_chart(rows, load_arch("h200"), None, tmp_path / "roof.svg"))
+    assert colors == {"fa3 (recorded 2026-01)": plots.IMPL_STYLES["fa3"].color}
+
+
+def test_sol_chart_lists_only_implementations_it_draws(tmp_path):
+    rows = [{"scenario_id": "near", "impl": "fa3", "sol_fraction": 0.9},
+            {"scenario_id": "near", "impl": "seed", "sol_fraction": 0.8},
+            {"scenario_id": "far", "impl": "seed", "sol_fraction": 0.1}]
+    svg = plots.sol_bar_chart(rows, tmp_path / "sol.svg", limit=1)
+    assert svg_colors(svg) == {"seed": plots.IMPL_STYLES["seed"].color}
+    assert "<!-- seed -->" in svg.read_text() and "<!-- fa3 -->" not in svg.read_text()  # no legend entry either

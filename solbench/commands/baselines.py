@@ -4,15 +4,23 @@ and how much of a suite it covers on an arch. Works with none installed (nothing
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from solbench.core.options import ARCH, SUITE, add_to_parser
+from solbench.core.options import ARCH, ARCHES, SUITE, WIDE, add_to_parser
 
 HELP = "list the baseline libraries: installed version, available or why not, scenarios of a suite covered"
 DEFAULT_ARCH = "h200"
+EXAMPLES = """\
+solbench baselines --suite hopper --arch h200
+solbench baselines --suite real --json
+solbench baselines --arch h200 --markdown hopper,fa3-h2h,rtx3080-mask,real   # the README's table
+"""
 
 
 def add_arguments(parser) -> None:
-    add_to_parser(parser, (SUITE, ARCH))
+    arch = replace(ARCH, help=f"arch whose support to count ({', '.join(ARCHES)}); default: the GPU present, "
+                   f"else the suite's own arch, else {DEFAULT_ARCH}")
+    add_to_parser(parser, (SUITE, arch, WIDE))
     parser.add_argument("--json", action="store_true", help="print one JSON object (libraries and per-scenario coverage)")
     parser.add_argument("--markdown", metavar="SUITES", help="print the coverage table of these comma-separated suites "
                         "as Markdown (the README's), with every scenario group no baseline covers and why")
@@ -27,11 +35,10 @@ def _arch(args, suite) -> str:
 
 
 def run(args) -> int:
-    from tabulate import tabulate
-
     from solbench.baselines import REGISTRY, get_adapter_class
     from solbench.baselines.coverage import coverage
     from solbench.core.suites import load_suite
+    from solbench.report.terminal import fit_lines, fit_table
 
     suite = load_suite(args.suite)
     arch = _arch(args, suite)
@@ -58,22 +65,24 @@ def run(args) -> int:
     rows = []
     for lib in libraries:
         why = "; ".join(f"{t['reason']} ({t['count']})" for t in lib["top_reasons"][:2])
-        rows.append([lib["name"], f"solbench[{lib['package']}]", lib["version"] or "-",
-                     ("yes" if lib["available"] else "no") + ("" if lib["in_default_set"] else " (when named)"),
-                     f"{lib['supported']}/{lib['total']}", _clip(why, 90)])
-    print(tabulate(rows, headers=["baseline", "extra", "version", "available", "supports", "top reasons (count)"],
-                   tablefmt="simple"))
+        available = ("yes" if lib["available"] else "no") + ("" if lib["in_default_set"] else " (when named)")
+        rows.append({"baseline": lib["name"], "extra": f"solbench[{lib['package']}]", "version": lib["version"] or "-",
+                     "available": available, "supports": f"{lib['supported']}/{lib['total']}",
+                     "top reasons (count)": why})
+    print(fit_table(rows, wrap={"top reasons (count)": 30}, wide=args.wide))
     missing = [lib for lib in libraries if not lib["available"]]
     if missing:
         extras = sorted({lib["package"] for lib in missing})
         print(f"\nnot installed: {', '.join(lib['name'] for lib in missing)} "
               f"(pip install \"solbench[{','.join(extras)}]\")")
     uncovered = table.uncovered()
-    print(f"\nsuite {suite.name!r} on {arch}: {len(suite.scenarios) - len(uncovered)}/{len(suite.scenarios)} "
-          f"scenarios have at least one baseline ({len(REGISTRY)} registered, counted whether installed or not)")
+    lines = [f"\nsuite {suite.name!r} on {arch}: {len(suite.scenarios) - len(uncovered)}/{len(suite.scenarios)} "
+             f"scenarios have at least one baseline ({len(REGISTRY)} registered, counted whether installed or not)"]
     for row in uncovered[:10]:
         reasons = dict(row.reasons)
-        print(f"  no baseline: {row.scenario_id}: " + _clip("; ".join(f"{n}: {r}" for n, r in reasons.items()), 200))
+        why = _clip("; ".join(f"{n}: {r}" for n, r in reasons.items()), 200)
+        lines.append(f"  no baseline: {row.scenario_id}: {why}")
+    print(fit_lines("\n".join(lines), wide=args.wide))
     if len(uncovered) > 10:
         print(f"  ... and {len(uncovered) - 10} more (--json lists all)")
     return 0

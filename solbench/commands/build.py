@@ -12,6 +12,10 @@ import json
 import re
 
 HELP = "compile a kernel .cu with nvcc (cached), show per-kernel registers/smem/spills and the library check"
+EXAMPLES = """\
+solbench build reference_kernels/seed_attention.cu --arch h200
+solbench build kernel.cu --arch b200 --flag=-DTILE=128 --json
+"""
 
 
 def add_arguments(parser) -> None:

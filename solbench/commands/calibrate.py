@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 HELP = "measure this GPU's matmul TFLOP/s, copy bandwidth and launch latency into roofline/measured/<arch>.toml"
+EXAMPLES = """\
+solbench calibrate                                  # on the GPU: roofline/measured/<arch>.toml
+solbench calibrate --arch h200 --out /tmp/h200.toml --samples 100
+"""
 
 
 def add_arguments(parser) -> None:

@@ -18,6 +18,11 @@ JSON_SCHEMA = schemas.CHECK
 JSON_ERROR_FIELDS = {"result": "error", "passed": None}
 """An error object also answers the report's two headline keys."""
 HELP = "judge a results.json: every scenario correct, no confident regression vs BASE, optional targets"
+EXAMPLES = """\
+solbench check reports/RUN/results.json --against base.json   # exit 0 pass, 1 fail, 2 cannot compare
+solbench check new.json --against base.json --min-geomean 1.05 --json
+solbench check new.json --min-sol 50
+"""
 
 
 def add_arguments(parser) -> None:

@@ -1,24 +1,28 @@
-"""`solbench leaderboard add|show|export|remove`: external kernels side by side, ranked fairly.
-
-    solbench leaderboard add reports/<run>/results.json --name my-kernel --author me
-    solbench leaderboard add baselines/h200/hopper.json --impl fa3      # a baseline library as an entry
-    solbench leaderboard show --suite hopper --arch h200 --json
-    solbench leaderboard export --html site/
-    solbench leaderboard remove my-kernel
-"""
+"""`solbench leaderboard add|show|export|remove`: external kernels side by side, ranked fairly (EXAMPLES)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from solbench.core.options import WIDE, add_to_parser
+
 HELP = "a leaderboard of kernels: add runs, show the fair ranking, export a static web page"
+EXAMPLES = """\
+solbench leaderboard add reports/RUN/results.json --name my-kernel --author me
+solbench leaderboard add baselines/h200/hopper.json --impl fa3      # a baseline library as an entry
+solbench leaderboard show --suite hopper --arch h200
+solbench leaderboard show --suite hopper --arch h200 --json
+solbench leaderboard export --html site/
+solbench leaderboard remove my-kernel
+"""
 
 
 def add_arguments(parser) -> None:
     from solbench.leaderboard.store import DEFAULT_DB
 
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    action = {"formatter_class": parser.formatter_class}
 
     def with_db(p):
         p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"leaderboard file (default {DEFAULT_DB})")
@@ -34,17 +38,20 @@ def add_arguments(parser) -> None:
         p.add_argument("--arch", help="only this arch (h200, b200, ...)")
         return with_baselines(p)
 
-    add = with_baselines(sub.add_parser("add", help="add a run's candidate (or --impl seed / a baseline) as an entry"))
+    add = with_baselines(sub.add_parser("add", **action,
+                                        help="add a run's candidate (or --impl seed / a baseline) as an entry"))
     add.add_argument("results", type=Path, help="a results.json, or a run folder holding one")
     add.add_argument("--name", help="entry name (default: the candidate's file stem, or the --impl name)")
     add.add_argument("--author", default="", help="who made it")
     add.add_argument("--impl", default="candidate",
                      help="which implementation of the run: candidate (default), seed, or a baseline name such as fa3")
-    show = with_selection(sub.add_parser("show", help="print the ranking (one board per suite, arch and GPU)"))
+    show = with_selection(sub.add_parser("show", **action,
+                                         help="print the ranking (one board per suite, arch and GPU)"))
     show.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    export = with_selection(sub.add_parser("export", help="write a static, self-contained web page"))
+    add_to_parser(show, (WIDE,))
+    export = with_selection(sub.add_parser("export", **action, help="write a static, self-contained web page"))
     export.add_argument("--html", type=Path, required=True, metavar="DIR", help="folder for index.html and leaderboard.json")
-    remove = with_db(sub.add_parser("remove", help="remove entries by name"))
+    remove = with_db(sub.add_parser("remove", **action, help="remove entries by name"))
     remove.add_argument("name", help="entry name")
     remove.add_argument("--suite", help="only the entry of this suite")
 
@@ -71,7 +78,7 @@ def run(args) -> int:
     if args.action == "show":
         from solbench.leaderboard.text import render
 
-        print(json.dumps([b.to_dict() for b in boards], indent=1) if args.json else render(boards))
+        print(json.dumps([b.to_dict() for b in boards], indent=1) if args.json else render(boards, args.wide))
         return 0
     from solbench.leaderboard.html import write_site
 

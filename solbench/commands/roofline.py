@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 
-from solbench.core.options import ARCH, FILTER, MAX_SCENARIOS, SUITE, add_to_parser
+from solbench.core.options import ARCH, ARCHES, FILTER, MAX_SCENARIOS, SUITE, WIDE, add_to_parser
 
 HELP = "print each scenario's FLOPs, minimal bytes and speed-of-light bound on an arch (no GPU needed)"
+EXAMPLES = """\
+solbench roofline --arch h200 --suite hopper
+solbench roofline --arch b200 --suite blackwell --json
+solbench roofline --arch h200 --suite hopper --measured    # also against roofline/measured/h200.toml
+"""
 
 
 def add_arguments(parser) -> None:
-    add_to_parser(parser, (SUITE, ARCH, FILTER, MAX_SCENARIOS))
+    arch = replace(ARCH, help=f"arch whose peaks bound the scenarios ({', '.join(ARCHES)}); required")
+    add_to_parser(parser, (SUITE, arch, FILTER, MAX_SCENARIOS, WIDE))
     parser.add_argument(
         "--measured", nargs="?", const="auto", default=None, metavar="PATH",
         help="also bound against measured ceilings: roofline/measured/<arch>.toml, or the profile at PATH",
@@ -24,6 +31,7 @@ def run(args) -> int:
     from solbench.core.errors import ConfigError
     from solbench.core.roofline import bound, find_profile, known_arches, load_arch, load_profile
     from solbench.core.suites import load_suite
+    from solbench.report.terminal import fit_lines
 
     if not args.arch:
         raise ConfigError(f"roofline needs --arch; known arches: {', '.join(known_arches())}")
@@ -51,19 +59,20 @@ def run(args) -> int:
     if args.json:
         print(json.dumps([{"id": sc.id, **b.to_dict()} for sc, b in bounded], indent=1))
         return 0
-    print(_table(bounded, profile is not None))
+    print(_table(bounded, profile is not None, args.wide))
     ceilings = f"{spec.bf16_tflops:g} TFLOP/s bf16, {spec.memory_tbps:g} TB/s"
     if profile is not None:
         ceilings += (f"; measured {profile.bf16_tflops:g} TFLOP/s bf16, {profile.memory_tbps:g} TB/s, "
                      f"launch {profile.launch_us:g} us ({profile.gpu}, {profile.date})")
-    print(f"\n{len(bounded)} scenarios of suite {suite.name!r} bounded on {spec.name} ({spec.gpu}: {ceilings})")
+    print(fit_lines(f"\n{len(bounded)} scenarios of suite {suite.name!r} bounded on {spec.name} "
+                    f"({spec.gpu}: {ceilings})", wide=args.wide))
     if profile is None:
         print("launch-bound needs a measured launch latency: pass --measured after `solbench calibrate`")
     return 0
 
 
-def _table(bounded, measured: bool) -> str:
-    from tabulate import tabulate
+def _table(bounded, measured: bool, wide: bool) -> str:
+    from solbench.report.terminal import fit_table
 
     rows = []
     for sc, b in bounded:
@@ -80,4 +89,4 @@ def _table(bounded, measured: bool) -> str:
             row["measured limit"] = b.measured_limit
         row["launch-bound"] = {True: "yes", False: "", None: "-"}[b.launch_bound]
         rows.append(row)
-    return tabulate(rows, headers="keys", tablefmt="simple", disable_numparse=True)
+    return fit_table(rows, wrap={"id": 46}, optional=("FLOP/B", "MB"), wide=wide)

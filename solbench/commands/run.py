@@ -10,21 +10,27 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 from solbench import schemas
-from solbench.core.options import POLICY, QUICK, RUN_OPTIONS, add_to_parser, baselines_value, policy_value, seed_value
+from solbench.core.options import POLICY, QUICK, RUN_OPTIONS, WIDE, add_to_parser, baselines_value, policy_value, seed_value
 
 JSON_SCHEMA = schemas.SUMMARY
 """What --json (report: --format json) prints, an error included: solbench/schemas/summary.schema.json."""
 HELP = "evaluate a candidate (.cu or .py) on a suite: correctness, timing, ratios, roofline"
+EXAMPLES = """\
+solbench run kernel.cu --suite hopper                   # on an H200: build, check, time, report
+solbench run reference_kernels/torch_attention.py --suite smoke --device cpu --quick   # no GPU needed
+solbench run kernel.cu --arch b200 --suite blackwell    # elsewhere: build and bound only, exit 7
+solbench run kernel.cu --baselines fa3,flashinfer --filter decode --json   # one JSON object on stdout
+solbench run kernel.cu --resume reports/RUN --retry-errors   # finish an interrupted run
+"""
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("candidate", help="kernel .cu file, a Python module file defining forward(inputs), "
                         "or baseline:NAME to evaluate a baseline library itself")
-    add_to_parser(parser, RUN_OPTIONS + (QUICK, POLICY))
+    add_to_parser(parser, RUN_OPTIONS + (QUICK, POLICY, WIDE))
     parser.add_argument("--resume", type=Path, help="finish an interrupted run (its folder or results.json)")
     parser.add_argument("--retry-errors", action="store_true", help="with --resume: evaluate again the scenarios "
                         "where the candidate timed out, died or ran out of memory, or a comparator failed "
@@ -39,8 +45,10 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from solbench.supervisor import runner
     from solbench.core.errors import DeviceMismatchError
+    from solbench.front.progress import RunProgress
     from solbench.report.summary import exit_code, summary_dict
-    from solbench.report.tables import render_summary, render_table, write_reports
+    from solbench.report.tables import render_summary, write_reports
+    from solbench.report.terminal import fit_lines, scenario_table
 
     from solbench.core.archspec import known_arches
     from solbench.core.errors import ConfigError
@@ -63,15 +71,8 @@ def run(args) -> int:
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib),
     )
 
-    last = [time.perf_counter()]
-
-    def progress(outcome):
-        now = time.perf_counter()
-        print(f"  {outcome.status.value:>17}  {now - last[0]:6.1f} s  {outcome.scenario_id}", flush=True,
-              file=sys.stderr if args.json else sys.stdout)
-        last[0] = now
-
-    result = runner.run(config, on_outcome=progress)
+    with RunProgress() as progress:
+        result = runner.run(config, on_outcome=progress.finished, on_start=progress.started)
     folder = Path(config.resume or config.out_dir or Path("reports") / result.run_id)
     if folder.suffix == ".json":
         folder = folder.parent
@@ -79,10 +80,9 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(summary_dict(result, str(folder / "results.json")), indent=1))
         return exit_code(result)
+    print(scenario_table(result, args.wide))
     print()
-    print(render_table(result))
-    print()
-    print(render_summary(result))
+    print(fit_lines(render_summary(result), wide=args.wide))
     # Every process the workers started has ended: this digest is the record's, for anyone to verify.
     print(f"\nresults: {folder / 'results.json'} (sha256 {runner.record_digest(folder)})")
     return exit_code(result)
@@ -90,11 +90,10 @@ def run(args) -> int:
 
 def _build_and_bound_only(args, present) -> None:
     """Build for the requested arch, check the binary and print the suite's bounds there."""
-    from tabulate import tabulate
-
     from solbench.core.archspec import known_arches, load_arch
     from solbench.core.roofline import bound
     from solbench.core.suites import load_suite
+    from solbench.report.terminal import fit_table
 
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout carries JSON only
     if Path(args.candidate).suffix == ".cu":
@@ -112,5 +111,6 @@ def _build_and_bound_only(args, present) -> None:
         rows = []
         for sc in load_suite(args.suite).select(args.filter, args.max_scenarios).scenarios:
             b = bound(sc, spec)
-            rows.append([sc.id, f"{b.flops:.3e}", f"{b.bytes:.3e}", f"{b.bound_ms * 1e3:.2f}", b.limit])
-        print(tabulate(rows, headers=["scenario", "flops", "bytes", "bound_us", "limit"]), file=out)
+            rows.append({"scenario": sc.id, "flops": f"{b.flops:.3e}", "bytes": f"{b.bytes:.3e}",
+                         "bound_us": f"{b.bound_ms * 1e3:.2f}", "limit": b.limit})
+        print(fit_table(rows, wrap={"scenario": 46}, wide=args.wide), file=out)

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import json
 
-from solbench.core.options import SUITE, add_to_parser
+from solbench.core.options import SUITE, WIDE, add_to_parser
 
 HELP = "list the scenarios of a suite (table, or --json)"
+EXAMPLES = """\
+solbench scenarios --suite hopper          # fits 120 columns: ids wrapped, columns the id repeats left out
+solbench scenarios --suite hopper --wide   # every column, one line per scenario
+solbench scenarios --list-suites
+solbench scenarios --suite scenarios/smoke.toml --json
+"""
 
 
 def add_arguments(parser) -> None:
-    add_to_parser(parser, (SUITE,))
+    add_to_parser(parser, (SUITE, WIDE))
     parser.add_argument("--json", action="store_true", help="print a JSON list of objects, each with an 'id'")
     parser.add_argument("--list-suites", action="store_true", help="print the available suite names and exit")
 
 
 def run(args) -> int:
-    from tabulate import tabulate
-
     from solbench.core.suites import available_suites, load_suite
+    from solbench.report.terminal import fit_lines, fit_table
 
     if args.list_suites:
         for name in available_suites():
@@ -28,6 +33,9 @@ def run(args) -> int:
     if args.json:
         print(json.dumps([{"id": s.id, **s.to_dict()} for s in suite.scenarios], indent=1))
         return 0
-    print(tabulate([s.summary() for s in suite.scenarios], headers="keys", tablefmt="simple"))
-    print(f"\n{len(suite.scenarios)} scenarios in suite {suite.name!r} ({suite.path}); hash {suite.hash[:12]}")
+    # Left out first: what the id already says (head dim, heads, dtype, layout, batch).
+    print(fit_table([s.summary() for s in suite.scenarios], wrap={"id": 46, "mask": 16},
+                    optional=("head_dim", "heads", "dtype", "kv_layout", "batch"), wide=args.wide))
+    print(fit_lines(f"\n{len(suite.scenarios)} scenarios in suite {suite.name!r} ({suite.path}); hash {suite.hash[:12]}",
+                    wide=args.wide))
     return 0

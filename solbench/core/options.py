@@ -54,13 +54,16 @@ ARCH = Option("arch", "target arch (h100, h200, b200, rtx3080, cpu); default: th
 DEVICE = Option("device", "where to run: cuda or cpu (cpu runs Python candidates only); default cuda if present")
 BASELINES = Option("baselines", "comma-separated baselines to time against, 'flashinfer' and 'sdpa' meaning all "
                    "their backends (default: every available one except flex, which compiles for minutes; 'none' for none)")
-SEED = Option("seed", "path to the seed kernel used as the first comparator ('none' to skip)")
+SEED = Option("seed", "path to the seed kernel used as the first comparator ('none' to skip; default: the shipped "
+              "reference_kernels/seed_attention.cu, torch_attention.py on cpu)")
 AGAINST = Option("against", "a results.json (or run folder, or pytest-benchmark file saved by the plugin) to compare against")
 TIMEOUT = Option("timeout", "per-scenario timeout in seconds", default=120.0, type=positive_float)
 MAX_SCENARIOS = Option("max-scenarios", "evaluate only the first N scenarios of the suite (N >= 1)", type=positive_int)
 FILTER = Option("filter", "only scenarios whose id contains this substring")
 
 RUN_OPTIONS = (SUITE, ARCH, DEVICE, BASELINES, SEED, TIMEOUT, MAX_SCENARIOS, FILTER)
+WIDE = Option("wide", "print tables whole, one line per row (default: fit 120 columns: ids wrapped, some "
+              "columns left out)", default=False, action="store_true")
 
 # Gates (`solbench check`, the pytest plugin); see solbench.report.check for what each clause means.
 KERNEL = Option("kernel", "candidate to evaluate: a kernel .cu or a Python module file")

@@ -1,9 +1,10 @@
 """The `solbench` command: parses argv, calls one command module, maps typed errors to exit codes.
 
-Each command lives in `solbench.commands.<name>` with `HELP`, `add_arguments(parser)` and
-`run(args) -> int`; command modules import heavy libraries only inside `run`. With `--json`, stdout
-always carries exactly one JSON object: the command's own, or, when it fails (bad arguments included),
-an error object tagged with the command's `JSON_SCHEMA` (default `solbench.error/1`).
+Each command lives in `solbench.commands.<name>` with `HELP`, `EXAMPLES` (shown by --help, and
+tested to parse), `add_arguments(parser)` and `run(args) -> int`; command modules import heavy
+libraries only inside `run`. With `--json`, stdout always carries exactly one JSON object: the
+command's own, or, when it fails (bad arguments included), an error object tagged with the command's
+`JSON_SCHEMA` (default `solbench.error/1`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import importlib
 import io
 import json
 import sys
+import textwrap
 
 from solbench import __version__, schemas
 from solbench.core.errors import SolbenchError
@@ -30,15 +32,61 @@ def _available_commands():
                 raise
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Epilogs keep their lines (examples, exit codes); an option's default is shown unless its help
+    already says it or there is nothing to show (None, a flag's False, empty)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, [], ""):
+            return text
+        return super()._get_help_string(action)
+
+
+EXAMPLES = """\
+solbench scenarios --suite hopper
+solbench run reference_kernels/torch_attention.py --suite smoke --device cpu --quick
+solbench report reports/reference/h200-seed/hopper.json
+"""
+
+OUTCOME_EXIT_CODES = {0: "success (run, report: every scenario passed; check: every clause held)",
+                      1: "a scenario did not pass (run, report), a clause failed (check)",
+                      130: "interrupted (Ctrl-C); a run's finished scenarios are on disk, --resume goes on"}
+
+
+def exit_codes_text() -> str:
+    """Every exit code: the outcomes above and one per typed error (solbench.core.errors), with its
+    docstring, so the list cannot drift from the code."""
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    lines = {code: [text] for code, text in OUTCOME_EXIT_CODES.items()}
+    for cls in subclasses(SolbenchError):
+        doc = (cls.__doc__ or cls.__name__).strip().splitlines()[0].rstrip(".")
+        lines.setdefault(cls.exit_code, []).append(doc[0].lower() + doc[1:])
+    lines[2].append("a usage error (unknown option, missing argument)")
+    return "\n".join(f"  {code:>3}  " + "\n       ".join(texts) for code, texts in sorted(lines.items()))
+
+
+def _epilog(examples: str, *more: str) -> str:
+    return "\n\n".join(("examples:\n" + textwrap.indent(examples, "  "), *more))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="solbench",
         description="Speed-of-light evaluation harness for GPU attention-forward kernels.",
+        formatter_class=HelpFormatter,
+        epilog=_epilog(EXAMPLES, "`solbench COMMAND --help` shows a command's options and examples.",
+                       "exit codes:\n" + exit_codes_text()),
     )
     parser.add_argument("--version", action="version", version=f"solbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in _available_commands():
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP, formatter_class=HelpFormatter,
+                           epilog=_epilog(module.EXAMPLES, "exit codes: see solbench --help"))
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser

@@ -1,15 +1,14 @@
 """The leaderboard as one static, self-contained web page: no server, no CDN, nothing fetched.
 
 Per board: a sortable ranking table, the entries listed apart with why, the roofline chart (a PNG
-from solbench.report.plots embedded as base64), and a drill-down per entry by scenario (<details>). The
-inline script sorts any table.sortable by a header click (or `#sort=<key>[-desc]` in the address, which
-the browser test uses), then marks <body data-ready> and counts the charts that decoded.
+from solbench.report.plots embedded as base64), and a drill-down per entry by scenario (<details>). An
+entry has its implementation's colour (solbench.report.plots.impl_style) in the table and on the chart
+of every board, whatever its rank.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import json
 import tempfile
 import time
@@ -18,40 +17,17 @@ from pathlib import Path
 from solbench import __version__
 from solbench.leaderboard.rank import Board, Standing
 from solbench.leaderboard.text import board_title, coverage_label, pct, rank_label, score_label
+from solbench.report.page import SORT_SCRIPT, TABLE_CSS, cell, esc, swatch, table
+from solbench.report.plots import impl_style
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1a1a1a;max-width:1400px}
 h1{margin:0 0 4px}.meta,.note{color:#555}section.board{margin:28px 0;border-top:2px solid #333;padding-top:8px}
-table{border-collapse:collapse;margin:8px 0}th,td{white-space:nowrap;padding:3px 9px;border-bottom:1px solid #ddd;text-align:right}
-th{background:#f2f2f2;cursor:pointer;user-select:none}td.l,th.l{text-align:left}
-th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
-tr.tied td:first-child{color:#b45f06}td.reason{text-align:left;max-width:700px;white-space:normal}
-tr.wrong td,td.wrong{color:#b00020}img.roofline{max-width:100%;border:1px solid #ddd}
+tr.tied td:first-child{color:#b45f06}tr.wrong td,td.wrong{color:#b00020}img.roofline{max-width:100%;border:1px solid #ddd}
 details{margin:4px 0}summary{cursor:pointer}code{font-size:12px}
 """
 
 SCRIPT = """
-function cellValue(row, i, num) {
-  const c = row.cells[i]; const v = c ? (c.dataset.v ?? c.textContent) : "";
-  if (!num) return v.toLowerCase();
-  const x = parseFloat(v); return isNaN(x) ? null : x;
-}
-function sortTable(table, i, desc) {
-  const th = table.tHead.rows[0].cells[i], num = th.dataset.type === "num", body = table.tBodies[0];
-  const rows = Array.from(body.rows);
-  rows.sort((a, b) => {
-    const x = cellValue(a, i, num), y = cellValue(b, i, num);
-    if (x === null || y === null) return (x === null) - (y === null);  /* blanks last either way */
-    const r = x < y ? -1 : x > y ? 1 : 0; return desc ? -r : r;
-  });
-  rows.forEach(r => body.appendChild(r));
-  Array.from(th.parentNode.cells).forEach(h => h.classList.remove("asc", "desc"));
-  th.classList.add(desc ? "desc" : "asc");
-}
-document.querySelectorAll("table.sortable").forEach(table => {
-  Array.from(table.tHead.rows[0].cells).forEach((th, i) => th.addEventListener("click",
-    () => sortTable(table, i, th.classList.contains("asc"))));
-});
 window.addEventListener("load", () => {
   const m = /^#sort=([\\w-]+?)(-desc)?$/.exec(location.hash);
   if (m) document.querySelectorAll("table.sortable").forEach(table => {
@@ -63,6 +39,8 @@ window.addEventListener("load", () => {
   document.body.dataset.ready = "1";
 });
 """
+"""After solbench.report.page.SORT_SCRIPT: sorts by `#sort=<key>[-desc]` in the address (the browser test
+uses it), then marks <body data-ready> and counts the charts that decoded."""
 
 RANK_COLUMNS = (("rank", "rank", "num"), ("name", "entry", "str"), ("author", "author", "str"),
                 ("impl", "impl", "str"), ("score", "speedup vs best baseline [95% CI]", "num"),
@@ -75,42 +53,28 @@ SCENARIO_COLUMNS = (("scenario", "scenario", "str"), ("status", "status", "str")
                     ("reason", "reason", "str"))
 
 
-def esc(value) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _cell(text, sort_value=None, cls: str = "") -> str:
-    attrs = f' data-v="{esc(sort_value)}"' if sort_value is not None else ""
-    attrs += f' class="{cls}"' if cls else ""
-    return f"<td{attrs}>{esc(text)}</td>"
-
-
-def _table(table_id: str, cls: str, columns, rows: list[str]) -> str:
-    head = "".join(f'<th data-key="{k}" data-type="{t}" class="{"" if t == "num" else "l"}">{esc(label)}</th>'
-                   for k, label, t in columns)
-    return (f'<table id="{table_id}" class="{cls} sortable"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>")
-
-
 def _num(value, fmt: str = "{:.4g}") -> tuple[str, str]:
     return ("-", "") if value is None else (fmt.format(value), repr(float(value)))
 
 
 def _ranking_row(b: int, i: int, s: Standing) -> str:
     e = s.entry
-    versions = ", ".join([f"solbench {e.solbench_version}"] + [f"{k} {v}" for k, v in sorted(e.library_versions.items())])
-    cells = [_cell(rank_label(s), s.rank), _cell(e.name, cls="l"), _cell(e.author or "-", cls="l"),
-             _cell(e.impl, cls="l"), _cell(score_label(s), s.score), _cell(pct(s.sol_pct), s.sol_pct or ""),
-             _cell(pct(s.drift_pct, True), "" if s.drift_pct is None else s.drift_pct),
-             _cell(coverage_label(s), sum(1 for x in s.scenarios if x.speedup is not None and not x.fallback)),
-             _cell(e.source_sha256[:12] or "-", cls="l"), _cell(versions, cls="l")]
+    libraries = ", ".join(f"{k} {v}" for k, v in sorted(e.library_versions.items()))
+    versions = (f"<details><summary>solbench {esc(e.solbench_version)} + {len(e.library_versions)} packages</summary>"
+                f"{esc(libraries)}</details>" if libraries else f"solbench {esc(e.solbench_version)}")
+    name = f'<td class="l wrap">{swatch(impl_style(style_key(e)).color, style_key(e))}{esc(e.name)}</td>'
+    cells = [cell(rank_label(s), s.rank), name, cell(e.author or "-", cls="l"),
+             cell(e.impl, cls="l"), cell(score_label(s), s.score), cell(pct(s.sol_pct), s.sol_pct or ""),
+             cell(pct(s.drift_pct, True), "" if s.drift_pct is None else s.drift_pct),
+             cell(coverage_label(s), sum(1 for x in s.scenarios if x.speedup is not None and not x.fallback)),
+             cell(e.source_sha256[:12] or "-", cls="l"), f'<td class="l wrap">{versions}</td>']
     cls = "entry ranked" + (" tied" if s.tied else "")
     return f'<tr id="row-{b}-{i}" class="{cls}" data-name="{esc(e.name)}">{"".join(cells)}</tr>'
 
 
 def _apart_row(b: int, i: int, s: Standing) -> str:
-    cells = [_cell(s.entry.name, cls="l"), _cell(s.entry.impl, cls="l"),
-             _cell(score_label(s), "" if s.score is None else s.score), _cell(s.reason, cls="reason")]
+    cells = [cell(s.entry.name, cls="l"), cell(s.entry.impl, cls="l"),
+             cell(score_label(s), "" if s.score is None else s.score), cell(s.reason, cls="reason")]
     cls = "entry apart" + (" wrong" if s.wrong else "")
     return f'<tr id="apart-{b}-{i}" class="{cls}" data-name="{esc(s.entry.name)}">{"".join(cells)}</tr>'
 
@@ -124,13 +88,19 @@ def _drilldown(b: int, i: int, s: Standing) -> str:
         sol, solv = _num(x.sol_pct, "{:.1f}%")
         wrong = x.status not in ("passed", "skipped")
         status = f"{x.status}: seed's time" if x.fallback else x.status
-        rows.append("<tr>" + _cell(x.scenario_id, cls="l") + _cell(status, cls="l wrong" if wrong else "l")
-                    + _cell(t, tv) + _cell(f"{d} ({x.denominator_impl})" if x.denominator_impl else d, dv)
-                    + _cell(sp, spv) + _cell(sol, solv) + _cell(x.reason, cls="reason") + "</tr>")
+        rows.append("<tr>" + cell(x.scenario_id, cls="l id", breakable=True) + cell(status, cls="l wrong" if wrong else "l")
+                    + cell(t, tv) + cell(f"{d} ({x.denominator_impl})" if x.denominator_impl else d, dv)
+                    + cell(sp, spv) + cell(sol, solv) + cell(x.reason, cls="reason") + "</tr>")
     place = f"rank {rank_label(s)}" if s.rank else "not ranked"
     summary = f"{s.entry.name} [{s.entry.impl}]: {place}, {score_label(s)}, {len(s.scenarios)} scenarios"
     return (f'<details id="detail-{b}-{i}" class="drill"><summary>{esc(summary)}</summary>'
-            + _table(f"scenarios-{b}-{i}", "scenarios", SCENARIO_COLUMNS, rows) + "</details>")
+            + table(f"scenarios-{b}-{i}", "scenarios", SCENARIO_COLUMNS, rows) + "</details>")
+
+
+def style_key(entry) -> str:
+    """Whose colour an entry takes: its library's (fa3 is fa3 on every board); a candidate's, its name's
+    (the recorded seed is entered as a candidate named seed)."""
+    return entry.name if entry.impl == "candidate" else entry.impl
 
 
 def chart_points(board: Board) -> list[dict]:
@@ -142,7 +112,8 @@ def chart_points(board: Board) -> list[dict]:
             continue
         for x in s.scenarios:
             if x.status == "passed" and x.time_ms and x.flops and x.bytes:
-                points.append({"scenario_id": x.scenario_id, "impl": s.entry.name, "flops": x.flops,
+                points.append({"scenario_id": x.scenario_id, "impl": s.entry.name, "style": style_key(s.entry),
+                               "flops": x.flops,
                                "bytes": x.bytes, "time_ms": x.time_ms, "dtype": x.dtype,
                                "sol_fraction": None if x.sol_pct is None else x.sol_pct / 100.0})
     return points
@@ -174,10 +145,10 @@ def render_board(b: int, board: Board) -> str:
                  "the entry's median time (&gt; 1: faster), 95 % interval from measurement noise. "
                  "A scenario an entry does not support counts at the seed's recorded time (\u201c+N on seed\u201d). "
                  "A shared rank (=) means the intervals overlap. Click a header to sort.</p>")
-    parts.append(_table(f"ranking-{b}", "ranking", RANK_COLUMNS,
+    parts.append(table(f"ranking-{b}", "ranking", RANK_COLUMNS,
                         [_ranking_row(b, i, s) for i, s in enumerate(board.ranked)]))
     if board.apart:
-        parts.append("<h3>Not ranked</h3>" + _table(f"apart-{b}", "apart", APART_COLUMNS,
+        parts.append("<h3>Not ranked</h3>" + table(f"apart-{b}", "apart", APART_COLUMNS,
                                                      [_apart_row(b, i, s) for i, s in enumerate(board.apart)]))
     parts.append("<h3>Roofline</h3>" + _chart(b, board))
     parts.append("<h3>Per scenario</h3>" + "".join(_drilldown(b, i, s) for i, s in enumerate(board.standings)))
@@ -188,9 +159,9 @@ def render_page(boards: list[Board]) -> str:
     made = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     body = "".join(render_board(b, board) for b, board in enumerate(boards)) or "<p>No entries.</p>"
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>solbench leaderboard</title>'
-            f"<style>{STYLE}</style></head><body><h1>solbench leaderboard</h1>"
+            f"<style>{STYLE}{TABLE_CSS}</style></head><body><h1>solbench leaderboard</h1>"
             f'<p class="meta">{len(boards)} board(s); made {made} by solbench {esc(__version__)}</p>'
-            f"{body}<script>{SCRIPT}</script></body></html>")
+            f"{body}<script>{SORT_SCRIPT}{SCRIPT}</script></body></html>")
 
 
 def write_site(boards: list[Board], folder: str | Path) -> Path:

@@ -1,4 +1,5 @@
-"""The leaderboard in a terminal: one table per board, then the entries listed apart with why."""
+"""The leaderboard in a terminal: one table per board, then the entries listed apart with why; fitted to
+solbench.report.terminal.WIDTH columns unless `wide`."""
 
 from __future__ import annotations
 
@@ -36,26 +37,30 @@ def board_title(b: Board) -> str:
     return f"suite {b.suite} on {b.gpu_model} ({b.arch}), solbench {b.solbench_major}.x; {source}"
 
 
-def render_board(b: Board) -> str:
-    from tabulate import tabulate
+HEADERS = ("rank", "entry", "author", "impl", "speedup vs best baseline [95% CI]", "SOL (datasheet)", "drift",
+           "scenarios", "source")
 
-    rows = [[rank_label(s), s.entry.name, s.entry.author or "-", s.entry.impl, score_label(s), pct(s.sol_pct),
-             pct(s.drift_pct, signed=True), coverage_label(s),
-             s.entry.source_sha256[:12] or "-"] for s in b.ranked]
+
+def render_board(b: Board, wide: bool = False) -> str:
+    from solbench.report.terminal import fit_lines, fit_table
+
+    rows = [dict(zip(HEADERS, (rank_label(s), s.entry.name, s.entry.author or "-", s.entry.impl, score_label(s),
+                               pct(s.sol_pct), pct(s.drift_pct, signed=True), coverage_label(s),
+                               s.entry.source_sha256[:12] or "-"))) for s in b.ranked]
     lines = [board_title(b)]
     if b.note:
         lines.append(b.note)
-    headers = ["rank", "entry", "author", "impl", "speedup vs best baseline [95% CI]", "SOL (datasheet)", "drift", "scenarios", "source"]
-    lines.append(tabulate(rows, headers=headers) if rows else "(no entry ranks on this board)")
+    table = fit_table(rows, wrap={"entry": 16, "author": 10}, optional=("source", "author", "drift"), wide=wide)
+    lines.append(table or "(no entry ranks on this board)")
     if b.apart:
         lines.append("not ranked:")
         for s in b.apart:
             shown = f" (partial score {score_label(s)})" if s.score is not None else ""
             lines.append(f"  {s.entry.name} [{s.entry.impl}]{shown}: {s.reason}")
-    return "\n".join(lines)
+    return fit_lines("\n".join(lines), wide=wide)
 
 
-def render(boards: list[Board]) -> str:
+def render(boards: list[Board], wide: bool = False) -> str:
     if not boards:
         return "the leaderboard has no entries (for this selection)"
-    return "\n\n".join(render_board(b) for b in boards)
+    return "\n\n".join(render_board(b, wide) for b in boards)

@@ -61,6 +61,10 @@ def gap_rows(result: RunResult) -> list[dict]:
     return sorted(rows, key=lambda r: r["sol_measured_pct"] or r["sol_pct"])
 
 
+SOL_CHART_LIMIT = 60
+"""The %-of-SOL chart shows this many scenarios, those furthest from the speed of light."""
+
+
 def write_charts(result: RunResult, folder: Path) -> dict[str, Path]:
     """roofline.png and sol.png when the run has bounds on a known arch; {} otherwise."""
     from solbench.core.archspec import find_profile, known_arches, load_arch
@@ -75,5 +79,5 @@ def write_charts(result: RunResult, folder: Path) -> dict[str, Path]:
     return {
         "roofline": roofline_chart(points, load_arch(result.arch), find_profile(result.arch),
                                    folder / "roofline.png", title=title),
-        "sol": sol_bar_chart(points, folder / "sol.png", limit=60, title=f"%-of-SOL ({against}), {title}"),
+        "sol": sol_bar_chart(points, folder / "sol.png", limit=SOL_CHART_LIMIT, title=f"%-of-SOL ({against}), {title}"),
     }

@@ -4,17 +4,58 @@ Both take plain data, so a report can draw them from a results.json made on anot
 points / rows are dicts with scenario_id, impl, flops, bytes, time_ms, sol_fraction (and optionally
 dtype). They never measure. matplotlib is imported inside the functions and drawn through the Agg
 canvas directly, so no global backend is switched and no display is needed.
+
+Each implementation has one colour and marker (`impl_style`) on every chart, report and leaderboard
+board, whatever else is drawn beside it: fa3 is the same blue square everywhere.
 """
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from solbench.core.archspec import ArchSpec, MeasuredProfile
 
-MARKERS = "osD^v<>pX*h"
 SOL_BAR_HEIGHT_IN = 0.07  # figure height per bar: 180 scenarios x 3 impls -> ~38 in
+
+
+@dataclass(frozen=True)
+class ImplStyle:
+    """How one implementation is drawn."""
+
+    color: str
+    """'#rrggbb'."""
+    marker: str
+    """A matplotlib marker."""
+
+
+IMPL_STYLES = {
+    "candidate": ImplStyle("#d62728", "*"),
+    "seed": ImplStyle("#7f7f7f", "o"),
+    "fa3": ImplStyle("#1f77b4", "s"),
+    "fa4": ImplStyle("#ff7f0e", "D"),
+    "cudnn": ImplStyle("#2ca02c", "^"),
+    "torch-cudnn": ImplStyle("#bcbd22", "v"),
+    "flashinfer-fa2": ImplStyle("#9467bd", "<"),
+    "flashinfer-fa3": ImplStyle("#393b79", ">"),
+    "sdpa-flash": ImplStyle("#8c564b", "p"),
+    "sdpa-efficient": ImplStyle("#e377c2", "h"),
+    "flex": ImplStyle("#17becf", "X"),
+}
+"""The candidate, the seed and every registered baseline (a test keeps this in step with the registry)."""
+OTHER_COLORS = ("#ad494a", "#637939", "#8c6d31", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1")
+OTHER_MARKERS = "dP8H"  # filled: an fp8 point is drawn hollow
+
+
+def impl_style(name: str) -> ImplStyle:
+    """The fixed style of an implementation; any other name (a leaderboard entry) gets one chosen by a
+    hash of the name, so it too looks the same on every board."""
+    if name in IMPL_STYLES:
+        return IMPL_STYLES[name]
+    h = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
+    return ImplStyle(OTHER_COLORS[h % len(OTHER_COLORS)], OTHER_MARKERS[h // len(OTHER_COLORS) % len(OTHER_MARKERS)])
 
 
 def _figure(width_in: float, height_in: float):
@@ -40,7 +81,8 @@ def roofline_chart(points: list[Mapping], spec: ArchSpec, profile: MeasuredProfi
     """Arithmetic intensity (FLOP/byte, log) vs achieved TFLOP/s (log), one marker per
     (scenario, impl), one legend entry per impl; datasheet roofline solid, measured dashed.
 
-    Points without a positive time_ms are left out (failed or untimed pairs).
+    Points without a positive time_ms are left out (failed or untimed pairs). A point's optional
+    "style" names the implementation whose colour and marker it takes (default: its "impl").
     """
     import numpy as np
 
@@ -66,15 +108,15 @@ def roofline_chart(points: list[Mapping], spec: ArchSpec, profile: MeasuredProfi
             ax.plot(x, np.minimum(measured_peak, profile.memory_tbps * x), color="dimgray", ls="--",
                     lw=1.4 if dtype == "bf16" else 0.9,
                     label=f"measured {name}: {measured_peak:g} TFLOP/s, {profile.memory_tbps:g} TB/s")
-    for i, impl in enumerate(_impls(timed)):
+    for impl in _impls(timed):
         mine = [p for p in timed if str(p["impl"]) == impl]
-        color = f"C{i % 10}"
+        style = impl_style(str(mine[0].get("style") or impl))
         for fp8 in (False, True):  # fp8 points hollow: they may sit above the bf16 roof
             group = [p for p in mine if (p.get("dtype") == "fp8_e4m3") == fp8]
             if group:
                 ax.scatter([p["flops"] / p["bytes"] for p in group], [achieved_tflops(p) for p in group],
-                           marker=MARKERS[i % len(MARKERS)], s=28, alpha=0.8, zorder=3,
-                           facecolors="none" if fp8 else color, edgecolors=color,
+                           marker=style.marker, s=28, alpha=0.8, zorder=3, gid=f"impl-{impl}",
+                           facecolors="none" if fp8 else style.color, edgecolors=style.color,
                            label=None if fp8 and len(group) < len(mine) else f"{impl} ({len(mine)})")
     if len(dtypes) > 1:
         ax.scatter([], [], marker="o", facecolors="none", edgecolors="gray", label="hollow: fp8 scenario")
@@ -125,6 +167,9 @@ def sol_bar_chart(rows: list[Mapping], path: str | Path, limit: int | None = Non
     implementation is furthest from the speed of light are drawn (where the headroom is).
     """
     scenarios, impls, value, total = sol_percent_table(rows, limit)
+    # Only implementations with a bar here: an empty bar set would still get a legend entry, in the
+    # default colour rather than its own.
+    impls = [impl for impl in impls if any((sid, impl) in value for sid in scenarios)]
     n_bars = max(1, len(scenarios) * len(impls))
     fig = _figure(11.0, max(3.0, 1.6 + SOL_BAR_HEIGHT_IN * n_bars + 0.06 * len(scenarios)))
     ax = fig.add_subplot()
@@ -135,7 +180,7 @@ def sol_bar_chart(rows: list[Mapping], path: str | Path, limit: int | None = Non
             if (sid, impl) in value:
                 ys.append(i - 0.4 + slot * (j + 0.5))
                 xs.append(value[(sid, impl)])
-        ax.barh(ys, xs, height=slot * 0.92, label=impl)
+        ax.barh(ys, xs, height=slot * 0.92, label=impl, color=impl_style(impl).color, gid=f"impl-{impl}")
     ax.axvline(100.0, color="crimson", ls="--", lw=1.0, label="speed of light")
     ax.set_yticks(range(len(scenarios)))
     ax.set_yticklabels(scenarios, fontsize=6 if len(scenarios) > 40 else 8)

@@ -107,11 +107,12 @@ def scenario_rows(result: RunResult) -> list[dict]:
     return rows
 
 
-def _fmt(v) -> str:
+def format_value(v) -> str:
+    """A table cell: 4 significant digits, "-" for nothing."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return f"{v:.4g}" if abs(v) < 1e4 or math.isinf(v) else f"{v:.0f}"  # 48931, not 4.893e+04
     return str(v)
 
 
@@ -121,13 +122,13 @@ def render_table(result: RunResult, fmt: str = "simple", max_reason: int = 70) -
     rows = scenario_rows(result)
     for r in rows:
         r["reason"] = (r["reason"][: max_reason - 1] + "…") if len(r["reason"]) > max_reason else r["reason"]
-    table = [[_fmt(v) for v in r.values()] for r in rows]
+    table = [[format_value(v) for v in r.values()] for r in rows]
     headers = list(rows[0].keys()) if rows else []
     return tabulate(table, headers=headers, tablefmt=fmt)
 
 
-def render_summary(result: RunResult) -> str:
-    """A few lines: counts, score per comparator, and which scenarios failed and why."""
+def summary_head(result: RunResult) -> list[str]:
+    """The summary's first lines: counts, the score per comparator, input copies."""
     counts = status_counts(result)
     done = f"{len(result.outcomes)}/{result.scenario_count}" + ("" if result.complete else " (incomplete)")
     lines = [f"suite {result.suite} on {result.arch}: {done} scenarios; "
@@ -137,14 +138,43 @@ def render_summary(result: RunResult) -> str:
     if fewer:
         lines.append(f"timed on fewer than the policy's {result.policy.get('rotate_inputs')} input copies (device "
                      f"memory): {len(fewer)} scenario(s), e.g. {fewer[0]}")
+    return lines
+
+
+def comparator_failures(result: RunResult) -> list[tuple[str, str, dict]]:
+    """(scenario id, comparator, its record) for every comparator that ran and did not pass."""
+    return [(o.scenario_id, name, c) for o in result.outcomes for name, c in o.comparators.items()
+            if c["status"] not in (Status.PASSED.value, Status.SKIPPED.value)]
+
+
+def render_summary(result: RunResult) -> str:
+    """A few lines: counts, score per comparator, which scenarios failed and why, comparator failures, and
+    how many scenarios each comparator does not support."""
+    lines = summary_head(result)
     for o in result.outcomes:
         if o.status is not Status.PASSED:
             lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")
+    for scenario_id, name, c in comparator_failures(result):
+        lines.append(f"comparator {name} on {scenario_id}: {c['status']}: {c['reason']}")
+    declined = declined_counts(result)
+    if declined:
+        per = ", ".join(f"{name} {sum(reasons.values())}" for name, reasons in declined.items())
+        lines.append(f"not supported by a comparator (skipped, the reasons counted in summary.md and summary.html): "
+                     f"{sum(sum(r.values()) for r in declined.values())} (scenario, comparator) pairs: {per}")
+    return "\n".join(lines)
+
+
+def declined_counts(result: RunResult) -> dict[str, dict[str, int]]:
+    """Per comparator, how many scenarios it declined (skipped: not supported) for each reason; most first.
+    Hundreds of such pairs are normal on a wide suite: they are counted, not listed one per line."""
+    counts: dict[str, dict[str, int]] = {}
     for o in result.outcomes:
         for name, c in o.comparators.items():
-            if c["status"] != Status.PASSED.value:
-                lines.append(f"comparator {name} on {o.scenario_id}: {c['status']}: {c['reason']}")
-    return "\n".join(lines)
+            if c["status"] == Status.SKIPPED.value:
+                reasons = counts.setdefault(name, {})
+                reasons[c["reason"]] = reasons.get(c["reason"], 0) + 1
+    return {name: dict(sorted(r.items(), key=lambda kv: -kv[1]))
+            for name, r in sorted(counts.items(), key=lambda kv: -sum(kv[1].values()))}
 
 
 def fewer_input_copies(result: RunResult) -> list[str]:
@@ -173,6 +203,10 @@ def render_coverage(result: RunResult) -> str:
         return "(no comparators ran)"
     table = tabulate([[n, r["passed"], r["skipped"], r["failed"]] for n, r in counts.items()],
                      headers=["comparator", "passed", "not supported", "failed"], tablefmt="github")
+    reasons = [[name, reason, n] for name, per in declined_counts(result).items() for reason, n in per.items()]
+    if reasons:
+        table += "\n\nWhy not supported:\n\n" + tabulate(reasons, headers=["comparator", "reason", "scenarios"],
+                                                       tablefmt="github")
     tail = ["", f"{len(uncovered)} scenario(s) without a comparator:", *uncovered] if uncovered else []
     return "\n".join([table, *tail])
 
@@ -194,7 +228,7 @@ def render_gap_table(result: RunResult, fmt: str = "github") -> str:
     rows = gap_rows(result)
     if not rows:
         return "(no timed scenario has a roofline bound)"
-    return tabulate([[_fmt(v) for v in r.values()] for r in rows], headers=list(rows[0]), tablefmt=fmt)
+    return tabulate([[format_value(v) for v in r.values()] for r in rows], headers=list(rows[0]), tablefmt=fmt)
 
 
 def write_markdown(result: RunResult, path: Path, charts: dict | None = None) -> None:

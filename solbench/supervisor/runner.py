@@ -182,9 +182,13 @@ def _file_sha256(path: Path) -> str:
         return ""
 
 
-def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) -> RunResult:
+def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
+        on_start: Callable[[str, int, int], None] | None = None) -> RunResult:
     """Evaluate the candidate on the suite; returns the RunResult also written to disk. When the call
-    returns, every process the workers started has ended, so results.json is final (`record_digest`)."""
+    returns, every process the workers started has ended, so results.json is final (`record_digest`).
+
+    The runner never prints: a front-end follows it through `on_start(scenario_id, index, total)` before
+    each scenario of this invocation (index counts those finished so far) and `on_outcome(outcome)` after."""
     import secrets
 
     from solbench.supervisor.processes import Reaper
@@ -239,7 +243,9 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None) 
         if todo:
             _load_candidate_and_seed(workers, config.timeout_s)
         record.write(result, "start")
-        for sc in todo:
+        for index, sc in enumerate(todo):
+            if on_start:
+                on_start(sc.id, index, len(todo))
             outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports, secret)
             reaper.sweep({w.pid for w in workers.values() if w.pid})
             kept[sc.id] = outcome

@@ -1,0 +1,102 @@
+"""Terminal output fits 120 columns on the real suites and the committed results; --wide prints it whole."""
+
+from __future__ import annotations
+
+import pytest
+
+from recorded import HOPPER_RUN, ROOT, recorded_boards
+from solbench.core.suites import available_suites
+from solbench.front.cli import main
+from solbench.report.terminal import WIDTH, break_text, fit_lines, fit_table
+
+REFERENCE_RUNS = sorted((ROOT / "reports" / "reference" / "h200-seed").glob("*.json"))
+
+
+@pytest.fixture(autouse=True)
+def repo_cwd(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+def widest(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+def printed(capsys, *argv: str) -> str:
+    main(list(argv))
+    return capsys.readouterr().out
+
+
+def test_ids_break_after_a_dash_and_text_at_spaces():
+    sid = "chunkedprefill-n4-tq4352-tkv34304-Leb413d-hq32-hkv8-d128-fp8-dspt-page64-causal-wl127-sink"
+    lines = break_text(sid, 40)
+    assert "".join(lines) == sid and all(len(line) <= 40 and line.endswith("-") for line in lines[:-1])
+    assert break_text("no attention sinks (s_aux exists only in vLLM)", 20) == [
+        "no attention sinks", "(s_aux exists only", "in vLLM)"]
+    assert break_text("x_sdpa-efficient", 9, joints="_-") == ["x_sdpa-", "efficient"]
+    assert break_text("a" * 25, 10) == ["a" * 10, "a" * 10, "a" * 5]  # no joint: cut
+
+
+def test_fit_table_leaves_out_optional_columns_in_order_and_says_so():
+    rows = [{"id": "prefill-b2-sq8192-skv8192-hq32-hkv32-d128-bf16-causal-" + str(i), "a": "x" * 30, "b": "y" * 30,
+             "c": "z" * 30} for i in range(3)]
+    text = fit_table(rows, width=100, wrap={"id": 30}, optional=("b", "c"))
+    assert widest(text) <= 100 and "y" * 30 not in text and "z" * 30 in text
+    assert text.splitlines()[-1] == "(b left out to fit 100 columns; --wide shows every column)"
+    assert widest(fit_table(rows, width=100, wrap={"id": 30}, optional=("b", "c"), wide=True)) > 100
+
+
+def test_a_table_that_fits_is_left_as_it_is():
+    rows = [{"id": "prefill-b1-sq1-skv1", "launch-bound": "yes"}]
+    assert fit_table(rows) == fit_table(rows, wide=True) and "launch-bound" in fit_table(rows)
+
+
+def test_fit_lines_indents_continuations():
+    line = "timed on fewer input copies: 6 scenario(s), e.g. decode-n128-tq128-tkv147527-L0c667d-hq32-hkv32-d128-bf16"
+    out = fit_lines(line, width=60).splitlines()
+    assert len(out) == 2 and out[1].startswith("    ") and widest("\n".join(out)) <= 60
+    assert "".join(out[0] + out[1][4:]).replace(" ", "") == line.replace(" ", "")
+
+
+@pytest.mark.parametrize("suite", available_suites())
+def test_scenarios_of_every_suite_fit(capsys, suite):
+    assert widest(printed(capsys, "scenarios", "--suite", suite)) <= WIDTH
+
+
+def test_wide_prints_one_line_per_scenario(capsys):
+    narrow = printed(capsys, "scenarios", "--suite", "hopper")
+    wide = printed(capsys, "scenarios", "--suite", "hopper", "--wide")
+    assert widest(wide) > WIDTH and "head_dim" in wide and "head_dim" in narrow.splitlines()[-3]  # named as left out
+    assert len(wide.splitlines()) == 182 + 4  # header, rule, rows, blank, count
+
+
+@pytest.mark.parametrize("path", [HOPPER_RUN, *REFERENCE_RUNS], ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_report_of_committed_results_fits(capsys, path):
+    assert widest(printed(capsys, "report", str(path))) <= WIDTH
+
+
+def test_report_of_the_hopper_run_counts_declines_instead_of_listing_them(capsys):
+    out = printed(capsys, "report", str(HOPPER_RUN))
+    assert "skipped: not supported" not in out  # 720 such pairs: counted on one line, not listed
+    assert "720 (scenario, comparator) pairs: sdpa-efficient 161, fa3 154" in " ".join(out.split())
+    header = out.splitlines()[0].split()
+    assert header[:3] == ["scenario", "status", "time_us"] and "x_best" in header and "best" in header
+    wide = printed(capsys, "report", str(HOPPER_RUN), "--wide")
+    assert "x_sdpa-efficient" in wide and widest(wide) > WIDTH
+
+
+@pytest.mark.parametrize("measured", [(), ("--measured",)])
+def test_roofline_fits(capsys, measured):
+    assert widest(printed(capsys, "roofline", "--arch", "h200", "--suite", "hopper", *measured)) <= WIDTH
+
+
+def test_baselines_fit(capsys):
+    assert widest(printed(capsys, "baselines", "--suite", "hopper", "--arch", "h200")) <= WIDTH
+
+
+def test_leaderboard_boards_fit():
+    from solbench.leaderboard.text import render
+
+    boards = recorded_boards()
+    text = render(boards)
+    assert widest(text) <= WIDTH and "not ranked:" in text  # real's cudnn entry, with a reason of ~1500 chars
+    assert widest(render(boards, wide=True)) > 1000
