@@ -124,6 +124,7 @@ def test_ambiguous_comparison_is_remeasured_then_judged(pytester, fake):
     result = run_plugin(pytester, "--solbench-against", write_base(pytester), "-rA")
     result.assert_outcomes(passed=len(IDS))
     assert len(f.calls) == 2 and f.calls[1].filter == IDS[0]
+    assert f.calls[1].out_dir == Path(f"{f.calls[0].out_dir}-remeasure", IDS[0])  # beside the run, not ./reports
     assert "vs BASE base-run: 0 regressed, 0 ambiguous" in result.stdout.str()
 
 
@@ -166,6 +167,16 @@ def test_missing_kernel_or_unknown_suite_is_a_usage_error(pytester, fake):
     result = run_plugin(pytester, "--solbench-suite", "no-such-suite")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*solbench: unknown suite 'no-such-suite'*"])
+
+
+def test_run_folder_is_under_pytests_basetemp_or_solbench_out(pytester, fake):
+    runs = fake()
+    run_plugin(pytester, "--basetemp", "tmp").assert_outcomes(passed=len(IDS))
+    default = runs.calls[0].out_dir
+    assert default.parent == pytester.path / "tmp" / "solbench" and default.name.endswith("-kernel-smoke")
+    run_plugin(pytester, "--solbench-out", "mine").assert_outcomes(passed=len(IDS))
+    assert runs.calls[1].out_dir == Path("mine")
+    assert not (pytester.path / "reports").exists()
 
 
 def test_keyword_selection_and_filter(pytester, fake):

@@ -13,7 +13,7 @@ import sys
 from solbench import __version__
 from solbench.core.errors import SolbenchError
 
-COMMANDS = ("run", "scenarios", "report", "build", "roofline", "calibrate", "baselines", "check", "leaderboard")
+COMMANDS = ("run", "scenarios", "report", "build", "roofline", "calibrate", "baselines", "check", "leaderboard", "info")
 
 
 def _available_commands():
