@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from solbench.core.options import ARCH, SUITE, add_to_parser
+from solbench.core.paths import BASELINES_DIR
 
 HELP = "list the baseline libraries: installed version, available or why not, scenarios of a suite covered"
 DEFAULT_ARCH = "h200"
@@ -18,12 +19,16 @@ def add_arguments(parser) -> None:
                         "as Markdown (the README's), with every scenario group no baseline covers and why")
 
 
-def _arch(args, suite) -> str:
+def _arch(args, suite, present: str | None) -> tuple[str, str]:
+    """The arch the support answers are for, and how it was chosen (said in the output: the answers are
+    each adapter's rules, about this machine's GPU only when it has one and no other was asked for)."""
     if args.arch:
-        return args.arch
-    from solbench.supervisor.runner import gpu_arch
-
-    return gpu_arch() or suite.arch or DEFAULT_ARCH
+        return args.arch, f"for {args.arch} (--arch)"
+    if present:
+        return present, f"on this machine's GPU ({present})"
+    if suite.arch:
+        return suite.arch, f"for {suite.arch} (the suite's arch; no GPU here)"
+    return DEFAULT_ARCH, f"for {DEFAULT_ARCH} (no GPU here)"
 
 
 def run(args) -> int:
@@ -34,7 +39,10 @@ def run(args) -> int:
     from solbench.core.suites import load_suite
 
     suite = load_suite(args.suite)
-    arch = _arch(args, suite)
+    from solbench.supervisor.runner import gpu_arch
+
+    present = gpu_arch()
+    arch, where = _arch(args, suite, present)
     if args.markdown:
         from solbench.baselines.coverage import markdown_summary
 
@@ -69,8 +77,12 @@ def run(args) -> int:
         print(f"\nnot installed: {', '.join(lib['name'] for lib in missing)} "
               f"(pip install \"solbench[{','.join(extras)}]\")")
     uncovered = table.uncovered()
-    print(f"\nsuite {suite.name!r} on {arch}: {len(suite.scenarios) - len(uncovered)}/{len(suite.scenarios)} "
-          f"scenarios have at least one baseline ({len(REGISTRY)} registered, counted whether installed or not)")
+    print(f"\nsuite {suite.name!r} {where}: {len(suite.scenarios) - len(uncovered)}/{len(suite.scenarios)} "
+          f"scenarios claimed by at least one baseline's rules ({len(REGISTRY)} registered, counted whether "
+          "installed or not)")
+    recorded = BASELINES_DIR / arch
+    if arch != present and recorded.is_dir():
+        print(f"  measured on {arch}: the recorded runs in {recorded.resolve()} (`solbench leaderboard show` ranks them)")
     for row in uncovered[:10]:
         reasons = dict(row.reasons)
         print(f"  no baseline: {row.scenario_id}: " + _clip("; ".join(f"{n}: {r}" for n, r in reasons.items()), 200))
