@@ -19,7 +19,7 @@ def test_paths_name_every_shipped_location_and_the_version(capsys):
     for line in ("suites ", "seed kernel ", "python candidate ", "arch specs ", "profiles ", "baselines "):
         assert any(row.startswith(line) for row in out.splitlines()), line
     assert "hopper" in out and "h200: 12 recorded runs" in out
-    assert "nvcc" not in out  # --paths probes nothing
+    assert "/nvcc" not in out and "none visible" not in out  # --paths probes no nvcc and no GPU
 
 
 def test_json_paths_exist_and_are_the_checkouts_files(capsys):
