@@ -243,6 +243,19 @@ def test_saved_pytest_benchmark_run_serves_as_base(pytester, fake, capsys):
     assert IDS[3] in capsys.readouterr().out
 
 
+def test_benchmarks_of_its_own_and_the_solbench_run_share_pytest_benchmarks_files(pytester, fake):
+    pytest.importorskip("pytest_benchmark")
+    fake()
+    pytester.makepyfile(test_mine="def test_sum(benchmark):\n    benchmark(sum, range(100))\n")
+    result = run_plugin(pytester, "test_mine.py", "--benchmark-json", "bench.json", "--benchmark-save", "both")
+    result.assert_outcomes(passed=len(IDS) + 1)
+    (saved,) = Path(pytester.path, ".benchmarks").rglob("0001_both.json")
+    for path in (pytester.path / "bench.json", saved):  # pytest-benchmark wrote each once, with the run added
+        doc = json.loads(path.read_text())
+        assert [b["name"] for b in doc["benchmarks"]] == ["test_sum", *IDS] and "solbench" in doc["machine_info"]
+    assert "written for pytest-benchmark" not in result.stdout.str()
+
+
 def test_xdist_worker_specs():
     assert worker_devices(["popen//env:CUDA_VISIBLE_DEVICES=1//python=python3", "popen"]) == ["1", None]
     assert shared_devices_problem(["popen"]) is None
