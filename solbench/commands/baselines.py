@@ -37,10 +37,9 @@ def run(args) -> int:
     from solbench.baselines import REGISTRY, get_adapter_class
     from solbench.baselines.coverage import coverage
     from solbench.core.suites import load_suite
-
-    suite = load_suite(args.suite)
     from solbench.supervisor.runner import gpu_arch
 
+    suite = load_suite(args.suite)
     present = gpu_arch()
     arch, where = _arch(args, suite, present)
     if args.markdown:

@@ -1,13 +1,14 @@
 """The plugin's run in pytest-benchmark's files (`--benchmark-json PATH`, `--benchmark-save NAME`,
-`--benchmark-autosave`), made through pytest-benchmark's public hooks and options only.
+`--benchmark-autosave`), made through pytest-benchmark's documented hooks and options, and for a saved
+run its storage loader (`pytest_benchmark.utils.load_storage`); no private attribute of its session.
 
 pytest-benchmark writes its files only when some test used its `benchmark` fixture; its
-`pytest_benchmark_update_json` hook then lets the plugin add the solbench run (the plugin implements it).
+`pytest_benchmark_update_json` hook then lets solbench add its run (BenchmarkFiles implements it).
 When no test did, it writes nothing and warns "Not saving anything"; `write` then makes the documents
 the same way: machine and commit info from its generate/update hooks, the document from
 `pytest_benchmark_generate_json` with no benchmarks of its own, the solbench entries from
-`pytest_benchmark_update_json`, and the saved run through its storage loader, so each file lands where,
-and reads as, pytest-benchmark would make it.
+`pytest_benchmark_update_json`, and the saved run through its storage, so each file lands where, and
+reads as, pytest-benchmark would make it.
 """
 
 from __future__ import annotations
