@@ -184,7 +184,21 @@ def test_cli_with_nothing_installed(monkeypatch, capsys):
     for name in NAMES:
         assert name in out
     assert "not installed:" in out and 'pip install "solbench[' in out
-    assert "scenarios have at least one baseline" in out
+    assert "suite 'smoke' for h200 (--arch): 9/10 scenarios claimed by at least one baseline's rules" in out
+
+
+@pytest.mark.parametrize("gpu, says, recorded", [
+    (None, "suite 'hopper' for h200 (the suite's arch; no GPU here)", True),
+    ("h200", "suite 'hopper' on this machine's GPU (h200)", False),
+])
+def test_cli_says_whose_arch_it_answers_for(monkeypatch, capsys, gpu, says, recorded):
+    from solbench.supervisor import runner
+
+    monkeypatch.setattr(runner, "gpu_arch", lambda: gpu)
+    assert cli.main(["baselines", "--suite", "hopper"]) == 0
+    out = capsys.readouterr().out
+    assert says in out and "' on h200" not in out  # the old wording, false without a GPU
+    assert ("measured on h200: the recorded runs in " in out) is recorded
 
 
 def test_cli_json(capsys):

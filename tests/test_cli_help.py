@@ -74,7 +74,6 @@ def test_exit_codes_are_listed_once_and_match_the_typed_errors(capsys):
 def test_roofline_and_baselines_say_their_real_arch_default(capsys, monkeypatch):
     import solbench.commands.baselines as baselines
     from solbench.core.suites import load_suite
-    from solbench.supervisor import runner
 
     roofline = " ".join(help_text(capsys, "roofline").split())
     assert "required" in roofline and "the GPU present" not in roofline
@@ -84,8 +83,6 @@ def test_roofline_and_baselines_say_their_real_arch_default(capsys, monkeypatch)
     text = " ".join(help_text(capsys, "baselines").split())
     assert "default: the GPU present, else the suite's own arch, else h200" in text
     args = cli.build_parser().parse_args(["baselines"])
-    monkeypatch.setattr(runner, "gpu_arch", lambda: None)
-    assert baselines._arch(args, load_suite("hopper")) == load_suite("hopper").arch
-    assert baselines._arch(args, load_suite("smoke")) == (load_suite("smoke").arch or baselines.DEFAULT_ARCH)
-    monkeypatch.setattr(runner, "gpu_arch", lambda: "h100")
-    assert baselines._arch(args, load_suite("hopper")) == "h100"
+    assert baselines._arch(args, load_suite("hopper"), None)[0] == load_suite("hopper").arch
+    assert baselines._arch(args, load_suite("smoke"), None)[0] == (load_suite("smoke").arch or baselines.DEFAULT_ARCH)
+    assert baselines._arch(args, load_suite("hopper"), "h100")[0] == "h100"

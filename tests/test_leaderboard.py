@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,11 +18,13 @@ from solbench.front import cli
 from solbench.core.errors import ConfigError
 from solbench.leaderboard.entry import Entry
 from solbench.leaderboard.rank import build_boards, choose_baseline_run, denominators
+from solbench.leaderboard.recorded import recorded_entries
 from solbench.leaderboard.store import Store
 from solbench.core.model import ErrorStats, Measurement, Outcome, RunResult, Status
 from solbench.core.roofline import bound, load_arch
 from solbench.core.suites import load_suite
 
+ROOT = Path(__file__).resolve().parents[1]
 SUITE = load_suite("smoke")
 IDS = [sc.id for sc in SUITE.scenarios]
 BOUNDS = {sc.id: bound(sc, load_arch("h200")).to_dict() for sc in SUITE.scenarios}
@@ -321,9 +324,44 @@ def test_cli_bad_input_is_one_line_and_nonzero(workspace, capsys, argv, message)
     assert err.count("\n") == 0 and message in err and err.startswith("solbench leaderboard: error:")
 
 
-def test_cli_show_without_a_store_is_an_error(tmp_path, capsys):
+def test_cli_show_of_a_named_store_that_is_not_there_is_an_error(tmp_path, capsys):
     assert cli.main(["leaderboard", "show", "--db", str(tmp_path / "none.sqlite")]) == 2
     assert "no leaderboard here" in capsys.readouterr().err
+
+
+def as_seed_run(run: RunResult) -> RunResult:
+    """A recorded run: its candidate is the shipped seed kernel."""
+    return replace(run, candidate={**run.candidate, "name": "seed_attention.cu"})
+
+
+def test_recorded_entries_take_each_library_once_from_the_run_timing_most():
+    most = as_seed_run(make_run("rec-smoke", {"candidate": 10.0, "fa3": 1.0, "fa4": 1.1}, 1))
+    more = as_seed_run(make_run("rec-smoke+more", {"candidate": 10.0, "fa3": 0.5, "flex": 2.0}, 2))
+    entries = recorded_entries([more, most])
+    assert [(e.name, e.impl, e.run_id) for e in entries] == [
+        ("seed", "candidate", "rec-smoke"), ("fa3", "fa3", "rec-smoke"), ("fa4", "fa4", "rec-smoke"),
+        ("flex", "flex", "rec-smoke+more")]
+    assert {e.author for e in entries} == {"solbench recorded run"}
+
+
+def without_dates(boards: list[dict]) -> list[dict]:
+    for board in boards:
+        for standing in board["ranked"] + board["apart"]:
+            standing["entry"].pop("added_utc")
+    return boards
+
+
+def test_fresh_clone_shows_the_committed_h200_boards(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no reports/leaderboard.sqlite here
+    assert cli.main(["leaderboard", "show", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "no leaderboard at reports/leaderboard.sqlite: ranking the recorded baseline runs" in err
+    committed = json.loads((ROOT / "reports" / "leaderboard-h200" / "leaderboard.json").read_text())
+    assert without_dates(json.loads(out)) == without_dates(committed)
+    assert cli.main(["leaderboard", "export", "--suite", "real", "--html", "site"]) == 0
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "suite real on NVIDIA H200" in page and "flashinfer-fa3" in page
+    assert not (tmp_path / "reports").exists()
 
 
 def test_help_and_docstring_examples_parse(capsys):

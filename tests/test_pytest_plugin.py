@@ -124,6 +124,7 @@ def test_ambiguous_comparison_is_remeasured_then_judged(pytester, fake):
     result = run_plugin(pytester, "--solbench-against", write_base(pytester), "-rA")
     result.assert_outcomes(passed=len(IDS))
     assert len(f.calls) == 2 and f.calls[1].filter == IDS[0]
+    assert f.calls[1].out_dir == Path(f"{f.calls[0].out_dir}-remeasure", IDS[0])  # beside the run, not ./reports
     assert "vs BASE base-run: 0 regressed, 0 ambiguous" in result.stdout.str()
 
 
@@ -166,6 +167,16 @@ def test_missing_kernel_or_unknown_suite_is_a_usage_error(pytester, fake):
     result = run_plugin(pytester, "--solbench-suite", "no-such-suite")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*solbench: unknown suite 'no-such-suite'*"])
+
+
+def test_run_folder_is_under_pytests_basetemp_or_solbench_out(pytester, fake):
+    runs = fake()
+    run_plugin(pytester, "--basetemp", "tmp").assert_outcomes(passed=len(IDS))
+    default = runs.calls[0].out_dir
+    assert default.parent == pytester.path / "tmp" / "solbench" and default.name.endswith("-kernel-smoke")
+    run_plugin(pytester, "--solbench-out", "mine").assert_outcomes(passed=len(IDS))
+    assert runs.calls[1].out_dir == Path("mine")
+    assert not (pytester.path / "reports").exists()
 
 
 def test_keyword_selection_and_filter(pytester, fake):
@@ -230,6 +241,19 @@ def test_saved_pytest_benchmark_run_serves_as_base(pytester, fake, capsys):
     (pytester.path / "new.json").write_text(json.dumps(new.to_dict()))
     assert cli.main(["check", str(pytester.path / "new.json"), "--against", str(pytester.path / "bench.json")]) == 1
     assert IDS[3] in capsys.readouterr().out
+
+
+def test_benchmarks_of_its_own_and_the_solbench_run_share_pytest_benchmarks_files(pytester, fake):
+    pytest.importorskip("pytest_benchmark")
+    fake()
+    pytester.makepyfile(test_mine="def test_sum(benchmark):\n    benchmark(sum, range(100))\n")
+    result = run_plugin(pytester, "test_mine.py", "--benchmark-json", "bench.json", "--benchmark-save", "both")
+    result.assert_outcomes(passed=len(IDS) + 1)
+    (saved,) = Path(pytester.path, ".benchmarks").rglob("0001_both.json")
+    for path in (pytester.path / "bench.json", saved):  # pytest-benchmark wrote each once, with the run added
+        doc = json.loads(path.read_text())
+        assert [b["name"] for b in doc["benchmarks"]] == ["test_sum", *IDS] and "solbench" in doc["machine_info"]
+    assert "written for pytest-benchmark" not in result.stdout.str()
 
 
 def test_xdist_worker_specs():

@@ -11,6 +11,7 @@ import pytest
 
 import solbench.report.check  # noqa: F401  (before pytester snapshots sys.modules; see test_pytest_plugin.py)
 from solbench.front import cli
+from solbench.supervisor.run_files import load_run
 from test_pytest_plugin import plugin_args
 
 pytest_plugins = ["pytester"]
@@ -39,16 +40,24 @@ def run_cpu(pytester, kernel, *args):
                                          "--solbench-quick", "--solbench-suite", "smoke", *args)
 
 
-def test_correct_python_candidate_passes(pytester):
-    result = run_cpu(pytester, CORRECT, "--solbench-max-scenarios", "2", "--benchmark-json", "bench.json")
+def test_correct_python_candidate_passes_and_fills_pytest_benchmark_files(pytester):
+    """--benchmark-json and --benchmark-save through the current pytest-benchmark, which has no benchmark of
+    its own here; the run folder goes under pytest's basetemp, not ./reports."""
+    result = run_cpu(pytester, CORRECT, "--solbench-max-scenarios", "2", "--benchmark-json", "bench.json",
+                     "--benchmark-save", "seed-cpu")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*= solbench =*", "*geomean speedup vs seed: *x (95% CI *) over 2 scenarios*"])
-    folders = list((pytester.path / "reports").iterdir())
-    assert len(folders) == 1 and (folders[0] / "results.json").exists()
-    results = str(folders[0] / "results.json")
-    assert cli.main(["check", results]) == 0
-    # the run's own pytest-benchmark file reads back as the same run
-    assert cli.main(["check", results, "--against", str(pytester.path / "bench.json"), "--epsilon", "0.99"]) == 0
+    result.stdout.fnmatch_lines(["*= solbench =*", "*geomean speedup vs seed: *x (95% CI *) over 2 scenarios*",
+                                 "written for pytest-benchmark: bench.json, *.benchmarks (seed-cpu)"])
+    assert "Not saving anything" not in result.stdout.str() + result.stderr.str()
+    assert not (pytester.path / "reports").exists()
+    (results,) = pytester.path.glob("runpytest-0/solbench/*-torch_attention-smoke/results.json")  # the subprocess's basetemp
+    (saved,) = (pytester.path / ".benchmarks").rglob("0001_seed-cpu.json")
+    run = load_run(results)
+    for doc in (pytester.path / "bench.json", saved):
+        assert [b["name"] for b in json.loads(doc.read_text())["benchmarks"]] == [o.scenario_id for o in run.outcomes]
+        assert load_run(doc).to_dict() == run.to_dict()  # each file reads back as the same run
+    assert cli.main(["check", str(results)]) == 0
+    assert cli.main(["check", str(results), "--against", str(saved), "--epsilon", "0.99"]) == 0
 
 
 def test_wrong_window_fails_only_where_a_window_applies(pytester):

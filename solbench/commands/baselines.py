@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 
 from solbench.core.options import ARCH, ARCHES, SUITE, WIDE, add_to_parser
+from solbench.core.paths import BASELINES_DIR
 
 HELP = "list the baseline libraries: installed version, available or why not, scenarios of a suite covered"
 DEFAULT_ARCH = "h200"
@@ -26,12 +27,16 @@ def add_arguments(parser) -> None:
                         "as Markdown (the README's), with every scenario group no baseline covers and why")
 
 
-def _arch(args, suite) -> str:
+def _arch(args, suite, present: str | None) -> tuple[str, str]:
+    """The arch the support answers are for, and how it was chosen (said in the output: the answers are
+    each adapter's rules, about this machine's GPU only when it has one and no other was asked for)."""
     if args.arch:
-        return args.arch
-    from solbench.supervisor.runner import gpu_arch
-
-    return gpu_arch() or suite.arch or DEFAULT_ARCH
+        return args.arch, f"for {args.arch} (--arch)"
+    if present:
+        return present, f"on this machine's GPU ({present})"
+    if suite.arch:
+        return suite.arch, f"for {suite.arch} (the suite's arch; no GPU here)"
+    return DEFAULT_ARCH, f"for {DEFAULT_ARCH} (no GPU here)"
 
 
 def run(args) -> int:
@@ -39,9 +44,11 @@ def run(args) -> int:
     from solbench.baselines.coverage import coverage
     from solbench.core.suites import load_suite
     from solbench.report.terminal import fit_lines, fit_table
+    from solbench.supervisor.runner import gpu_arch
 
     suite = load_suite(args.suite)
-    arch = _arch(args, suite)
+    present = gpu_arch()
+    arch, where = _arch(args, suite, present)
     if args.markdown:
         from solbench.baselines.coverage import markdown_summary
 
@@ -76,8 +83,13 @@ def run(args) -> int:
         print(f"\nnot installed: {', '.join(lib['name'] for lib in missing)} "
               f"(pip install \"solbench[{','.join(extras)}]\")")
     uncovered = table.uncovered()
-    lines = [f"\nsuite {suite.name!r} on {arch}: {len(suite.scenarios) - len(uncovered)}/{len(suite.scenarios)} "
-             f"scenarios have at least one baseline ({len(REGISTRY)} registered, counted whether installed or not)"]
+    lines = [f"\nsuite {suite.name!r} {where}: {len(suite.scenarios) - len(uncovered)}/{len(suite.scenarios)} "
+             f"scenarios claimed by at least one baseline's rules ({len(REGISTRY)} registered, counted whether "
+             "installed or not)"]
+    recorded = BASELINES_DIR / arch
+    if arch != present and recorded.is_dir():
+        lines.append(f"  measured on {arch}: the recorded runs in {recorded.resolve()} "
+                     "(`solbench leaderboard show` ranks them)")
     for row in uncovered[:10]:
         reasons = dict(row.reasons)
         why = _clip("; ".join(f"{n}: {r}" for n, r in reasons.items()), 200)

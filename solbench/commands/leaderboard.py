@@ -1,4 +1,8 @@
-"""`solbench leaderboard add|show|export|remove`: external kernels side by side, ranked fairly (EXAMPLES)."""
+"""`solbench leaderboard add|show|export|remove`: external kernels side by side, ranked fairly (EXAMPLES).
+
+Without a store (no --db and no reports/leaderboard.sqlite here, as on a fresh clone) or with --recorded,
+`show` and `export` rank the recorded baseline runs shipped with solbench (solbench.leaderboard.recorded).
+"""
 
 from __future__ import annotations
 
@@ -25,17 +29,20 @@ def add_arguments(parser) -> None:
     action = {"formatter_class": parser.formatter_class}
 
     def with_db(p):
-        p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"leaderboard file (default {DEFAULT_DB})")
+        p.add_argument("--db", type=Path, help=f"leaderboard file (default {DEFAULT_DB})")
         return p
 
     def with_baselines(p):
         p.add_argument("--baselines-dir", type=Path,
-                       help="recorded baseline runs, one folder per arch (default: ./baselines or the repository's)")
+                       help="recorded baseline runs, one folder per arch (default: those shipped with solbench, "
+                       "see `solbench info --paths`)")
         return with_db(p)
 
     def with_selection(p):
         p.add_argument("--suite", help="only this suite")
         p.add_argument("--arch", help="only this arch (h200, b200, ...)")
+        p.add_argument("--recorded", action="store_true", help="rank the recorded baseline runs (the seed and each "
+                       "library), not a store; the default when there is no store")
         return with_baselines(p)
 
     add = with_baselines(sub.add_parser("add", **action,
@@ -57,24 +64,28 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from solbench.leaderboard.store import Store
+    from solbench.leaderboard.store import DEFAULT_DB, Store
 
+    db = args.db or DEFAULT_DB
     if args.action == "add":
-        with Store(args.db) as store:
+        with Store(db) as store:
             entry = store.add_result(args.results, args.impl, args.name, args.author)
-            boards = _boards(store, entry.suite, entry.arch, args.baselines_dir)
+            boards = _boards(store.entries(entry.suite, entry.arch), args.baselines_dir)
         standing = next(s for b in boards for s in b.standings if s.entry.name == entry.name
                         and b.gpu_model == entry.gpu_model)
         place = f"rank {standing.rank}" if standing.rank else f"not ranked: {standing.reason}"
-        print(f"added {entry.name} ({entry.impl}, suite {entry.suite}, {entry.gpu_model}) to {args.db}; {place}")
+        print(f"added {entry.name} ({entry.impl}, suite {entry.suite}, {entry.gpu_model}) to {db}; {place}")
         return 0
     if args.action == "remove":
-        with Store(args.db, create=False) as store:
+        with Store(db, create=False) as store:
             n = store.remove(args.name, args.suite)
-        print(f"removed {n} entr{'y' if n == 1 else 'ies'} named {args.name} from {args.db}")
+        print(f"removed {n} entr{'y' if n == 1 else 'ies'} named {args.name} from {db}")
         return 0
-    with Store(args.db, create=False) as store:
-        boards = _boards(store, args.suite, args.arch, args.baselines_dir)
+    if args.recorded or (args.db is None and not db.exists()):
+        boards = _recorded_boards(args, db)
+    else:
+        with Store(db, create=False) as store:
+            boards = _boards(store.entries(args.suite, args.arch), args.baselines_dir)
     if args.action == "show":
         from solbench.leaderboard.text import render
 
@@ -87,19 +98,36 @@ def run(args) -> int:
     return 0
 
 
-def _boards(store, suite, arch, baselines_dir):
+def _recorded_boards(args, db: Path):
+    """The boards of the recorded baseline runs alone (solbench.leaderboard.recorded)."""
+    import sys
+
+    from solbench.leaderboard.recorded import recorded_entries
+    from solbench.leaderboard.store import default_baselines_dir, load_baseline_runs
+
+    root = args.baselines_dir or default_baselines_dir()
+    if not args.recorded:
+        print(f"no leaderboard at {db}: ranking the recorded baseline runs in {root} "
+              "(`solbench leaderboard add` starts a store)", file=sys.stderr)
+    runs = load_baseline_runs(root)
+    entries = [e for e in recorded_entries(runs)
+               if (not args.suite or e.suite == args.suite) and (not args.arch or e.arch == args.arch)]
+    return _boards(entries, args.baselines_dir, runs)
+
+
+def _boards(entries, baselines_dir, runs=None):
     from solbench import __version__
     from solbench.core.errors import ConfigError
+    from solbench.core.suites import load_suite
     from solbench.leaderboard.rank import build_boards
     from solbench.leaderboard.store import default_baselines_dir, load_baseline_runs
-    from solbench.core.suites import load_suite
 
-    entries = store.entries(suite, arch)
     hashes = {}
     for name in {e.suite for e in entries}:
         try:
             hashes[name] = load_suite(name).hash
         except ConfigError:
             pass  # not a shipped suite: its entries are listed apart with that reason
-    runs = load_baseline_runs(baselines_dir or default_baselines_dir(), {e.arch for e in entries})
+    if runs is None:
+        runs = load_baseline_runs(baselines_dir or default_baselines_dir(), {e.arch for e in entries})
     return build_boards(entries, runs, hashes, __version__)

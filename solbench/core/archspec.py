@@ -1,11 +1,11 @@
 """What a GPU can do: datasheet peaks (ArchSpec) and ceilings measured on one (MeasuredProfile).
 
-Spec files ship as package data in `solbench/data/roofline/<arch>.toml` (the repo's `roofline/` is a
-link to that folder, so `pip install .` carries them). Every number there is a table
-`{value = ..., source = "..."}`: a peak without its source is not accepted.
+Spec files ship as package data in `solbench/data/roofline/<arch>.toml` (solbench.core.paths; the repo's
+`roofline/` is a link to that folder). Every number there is a table `{value = ..., source = "..."}`: a
+peak without its source is not accepted.
 
-Measured profiles live in `roofline/measured/<arch>.toml`, written by `solbench calibrate`.
-Set SOLBENCH_ROOFLINE_DIR to read and write them somewhere else (e.g. a non-editable install).
+Measured profiles live in `roofline/measured/<arch>.toml` (the H200's ships), written by `solbench
+calibrate`. Set SOLBENCH_ROOFLINE_DIR to read and write them somewhere else (e.g. a non-editable install).
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from types import MappingProxyType
 from typing import Mapping
 
 from solbench.core.errors import ConfigError
+from solbench.core.paths import PROFILES_DIR, ROOFLINE_DIR
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-SPEC_DIR = Path(__file__).resolve().parents[1] / "data" / "roofline"
+SPEC_DIR = ROOFLINE_DIR
 ROOFLINE_DIR_ENV = "SOLBENCH_ROOFLINE_DIR"
 DTYPE_PEAK_FIELD = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8_e4m3": "fp8_tflops"}
 
@@ -178,9 +179,9 @@ class MeasuredProfile:
 
 
 def measured_dir() -> Path:
-    """Where measured profiles are read and written: $SOLBENCH_ROOFLINE_DIR/measured, else roofline/measured."""
+    """Where measured profiles are read and written: $SOLBENCH_ROOFLINE_DIR/measured, else the shipped roofline/measured."""
     env = os.environ.get(ROOFLINE_DIR_ENV)
-    return (Path(env) if env else SPEC_DIR) / "measured"
+    return Path(env) / "measured" if env else PROFILES_DIR
 
 
 def profile_path(arch: str) -> Path:

@@ -77,6 +77,7 @@ MIN_RATIO = Option("min-ratio", "every scenario's median speedup vs its best com
 MIN_GEOMEAN = Option("min-geomean", "geomean speedup vs COMPARATOR must be >= G", type=float)
 COMPARATOR = Option("comparator", "comparator for --min-geomean (default: seed)", default="seed")
 MIN_SOL = Option("min-sol", "every scenario must reach >= F percent of the speed of light (e.g. 50)", type=float)
+PLUGIN_OUT = Option("out", "run folder (default: <basetemp>/solbench/<run-id>/, under pytest's temporary folder)")
 QUICK = Option("quick", "few samples, no L2 flush: for smoke tests, not for numbers", default=False,
                action="store_true")
 
@@ -84,7 +85,7 @@ POLICY = Option("policy", "override TimingPolicy fields, e.g. 'warmup_ms=30,laun
                 "(recorded in the results)")
 
 CHECK_OPTIONS = (AGAINST, EPSILON, STRICT, MIN_RATIO, MIN_GEOMEAN, COMPARATOR, MIN_SOL)
-PLUGIN_OPTIONS = (KERNEL,) + RUN_OPTIONS + (QUICK, POLICY, AGAINST, EPSILON, STRICT)
+PLUGIN_OPTIONS = (KERNEL,) + RUN_OPTIONS + (QUICK, POLICY, AGAINST, EPSILON, STRICT, PLUGIN_OUT)
 
 
 def add_to_parser(parser, options, prefix: str = "--") -> None:

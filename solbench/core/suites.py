@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from solbench.core.errors import ConfigError, ScenarioError
+from solbench.core.paths import SUITES_DIR
 from solbench.core.scenario import Scenario
 
 try:
@@ -63,9 +64,8 @@ class Suite:
 
 
 def suites_dir() -> Path:
-    """The scenarios/ folder: shipped inside the package, or the repository's own."""
-    packaged = Path(__file__).resolve().parents[1] / "data" / "scenarios"
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "scenarios"
+    """The shipped scenarios/ folder (solbench.core.paths)."""
+    return SUITES_DIR
 
 
 def available_suites() -> list[str]:

@@ -20,7 +20,7 @@ import textwrap
 from solbench import __version__, schemas
 from solbench.core.errors import SolbenchError
 
-COMMANDS = ("run", "scenarios", "report", "build", "roofline", "calibrate", "baselines", "check", "leaderboard")
+COMMANDS = ("run", "scenarios", "report", "build", "roofline", "calibrate", "baselines", "check", "leaderboard", "info")
 
 
 def _available_commands():

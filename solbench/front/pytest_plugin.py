@@ -8,20 +8,23 @@ plugin only offers the `solbench` fixture and otherwise does nothing. The suite 
 same runner as `solbench run`, when the first scenario item runs; each item then reads its Outcome.
 Against BASE each scenario is judged by solbench.report.check.compare_to_base; an ambiguous comparison is
 re-measured (that scenario alone, through the runner) and judged on the pooled samples.
+The run folder is `--solbench-out DIR`, else `<basetemp>/solbench/<run-id>/` under pytest's own
+temporary folder (`--basetemp`); never the working folder.
 With pytest-benchmark installed, `--benchmark-autosave`, `--benchmark-save NAME` or `--benchmark-json
-PATH` also store the run in pytest-benchmark's format, and that file can serve as BASE.
+PATH` also store the run in pytest-benchmark's format (solbench.front.pytest_benchmark_files), and that
+file can serve as BASE.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from solbench.front import pytest_xdist_guard
+from solbench.front import pytest_benchmark_files, pytest_xdist_guard
 from solbench.core.options import PLUGIN_OPTIONS, baselines_value, policy_value, seed_value
 
 PREFIX = "--solbench-"
@@ -48,9 +51,12 @@ def pytest_configure(config):
 
     pytest_xdist_guard.refuse_shared_devices(config)
     try:
-        config.stash[SESSION] = SolbenchSession(config)
+        session = config.stash[SESSION] = SolbenchSession(config)
     except SolbenchError as exc:
         raise pytest.UsageError(f"solbench: {exc}") from None
+    if pytest_benchmark_files.requested(config):
+        session.benchmark_files = pytest_benchmark_files.BenchmarkFiles(session)
+        config.pluginmanager.register(session.benchmark_files, "solbench-benchmark-files")
 
 
 def pytest_unconfigure(config):
@@ -109,10 +115,15 @@ class SolbenchSession:
             raise pytest.UsageError(f"solbench: BASE {against} ran suite {self.base.suite!r} (hash "
                                     f"{self.base.suite_hash[:12]}); this session runs {self.suite.name!r} (hash "
                                     f"{self.suite.hash[:12]}): not comparable")
+        self.out = config.getoption(_dest("out"))
+        self.folder: Path | None = None
+        """The run folder, once the run has started."""
         self.result = None
         self.error: str | None = None
         self.verdicts = {}
         """scenario id -> solbench.report.check.Item from the BASE comparison."""
+        self.benchmark_files = None
+        """A pytest_benchmark_files.BenchmarkFiles when pytest-benchmark files were asked for."""
 
     def collect(self, session) -> list[pytest.Item]:
         """The suite's items, collected through pytest's hooks (so they are counted, reported and -k selectable)."""
@@ -122,13 +133,25 @@ class SolbenchSession:
     def run(self, **overrides):
         return run_candidate(run_config(self.config, self.kernel, **overrides))
 
+    def run_folder(self) -> Path:
+        """--solbench-out, else <basetemp>/solbench/<run-id>: pytest's temporary folder, not the user's."""
+        if self.out:
+            return Path(self.out)
+        from solbench.supervisor.runner import new_run_id
+
+        # pytest attaches this factory in its own pytest_configure for plugins that need it before
+        # fixtures exist (_pytest/tmpdir.py); the tmp_path_factory fixture is the same object.
+        factory = self.config._tmp_path_factory
+        return factory.getbasetemp() / "solbench" / new_run_id(self.kernel, self.suite.name)
+
     def outcome(self, scenario_id: str):
         from solbench.report.check import ensure_comparable
         from solbench.core.errors import SolbenchError
 
         if self.result is None and self.error is None:
             try:
-                self.result = self.run()
+                self.folder = self.run_folder()
+                self.result = self.run(out_dir=self.folder)
             except SolbenchError as exc:
                 self.error = f"solbench run failed: {exc}"
             except Exception as exc:  # a bug: this item shows the traceback, the others one line
@@ -153,7 +176,7 @@ class SolbenchSession:
         if item.verdict is Verdict.AMBIGUOUS:
             try:
                 again = self.run(filter=outcome.scenario_id, max_scenarios=None,
-                                 out_dir=Path("reports", f"{self.result.run_id}-remeasure", outcome.scenario_id))
+                                 out_dir=Path(f"{self.folder}-remeasure", outcome.scenario_id))
             except SolbenchError as exc:
                 raise ScenarioFailure(f"re-measuring an ambiguous comparison failed: {exc}") from None
             redo = next((o for o in again.outcomes if o.scenario_id == outcome.scenario_id), None)
@@ -236,43 +259,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(line)
 
 
-@pytest.hookimpl(wrapper=True, tryfirst=True)  # before pytest-benchmark's own wrapper saves (or warns)
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # around pytest-benchmark's own saving
 def pytest_sessionfinish(session):
-    _save_to_benchmark_storage(session)
-    return (yield)
-
-
-def _save_to_benchmark_storage(session) -> None:
     solbench = session.config.stash.get(SESSION, None)
-    bench = getattr(session.config, "_benchmarksession", None)
-    if solbench is None or solbench.result is None or bench is None or bench.benchmarks:
-        return  # with benchmarks of its own, pytest-benchmark saves and pytest_benchmark_update_json adds ours
-    save = bench.save or bench.autosave
-    if not (save or bench.json):
-        return
-    import pytest_benchmark
-
-    from solbench.supervisor.run_files import add_to_benchmark_doc
-
-    config = session.config
-    doc = {"machine_info": bench.get_machine_info(),
-           "commit_info": config.hook.pytest_benchmark_generate_commit_info(config=config),
-           "benchmarks": [], "datetime": datetime.now(timezone.utc).isoformat(), "version": pytest_benchmark.__version__}
-    add_to_benchmark_doc(doc, solbench.result)
-    if bench.json:
-        import json
-
-        with bench.json as fh:
-            fh.write(json.dumps(doc, indent=4).encode())
-    if save:
-        bench.storage.save(doc, save)
-    bench.save = bench.autosave = bench.json = None  # saved here; spare pytest-benchmark's "nothing to save"
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_benchmark_update_json(config, benchmarks, output_json):
-    solbench = config.stash.get(SESSION, None)
-    if solbench is not None and solbench.result is not None:
-        from solbench.supervisor.run_files import add_to_benchmark_doc
-
-        add_to_benchmark_doc(output_json, solbench.result)
+    with warnings.catch_warnings():
+        if solbench is not None and solbench.result is not None and solbench.benchmark_files is not None:
+            # its "Not saving anything" is false here: BenchmarkFiles.pytest_sessionfinish writes the run
+            warnings.filterwarnings("ignore", pytest_benchmark_files.NOTHING_SAVED)
+        return (yield)

@@ -29,5 +29,7 @@ def summary_lines(session) -> list[str]:
             line += f"; geomean t_base/t_new {stats.geomean(speedups):.3f}x"
         lines.append(line)
         lines += [f"  ambiguous {i.scenario_id}: {i.message}" for i in items if i.verdict is Verdict.AMBIGUOUS]
-    lines.append(f"run: {result.run_id}")
+    lines.append(f"run: {result.run_id} in {session.folder}")
+    if session.benchmark_files is not None and session.benchmark_files.written:
+        lines.append(f"written for pytest-benchmark: {', '.join(session.benchmark_files.written)}")
     return lines

@@ -17,6 +17,7 @@ from pathlib import Path
 from solbench.core.errors import ConfigError, SolbenchError
 from solbench.leaderboard.entry import Entry
 from solbench.core.model import RunResult
+from solbench.core.paths import BASELINES_DIR
 from solbench.supervisor.run_files import load_run
 
 DEFAULT_DB = Path("reports") / "leaderboard.sqlite"
@@ -160,19 +161,21 @@ def _row(entry: Entry) -> tuple:
 
 
 def default_baselines_dir() -> Path:
-    """./baselines when the working folder has one, else the repository's baselines/."""
-    here = Path("baselines")
-    return here if here.is_dir() else Path(__file__).resolve().parents[2] / "baselines"
+    """The recorded baseline runs shipped with solbench (solbench.core.paths.BASELINES_DIR)."""
+    return BASELINES_DIR
 
 
-def load_baseline_runs(root: str | Path, arches: set[str]) -> list[RunResult]:
-    """Every recorded run under root/<arch>/ (any depth, *.json of the results schema) for these arches.
+def load_baseline_runs(root: str | Path, arches: set[str] | None = None) -> list[RunResult]:
+    """Every recorded run under root/<arch>/ (any depth, *.json of the results schema) for these arches
+    (None: every arch folder under root).
 
     Other JSON files (version manifests, notes) are skipped; a results file that does not parse is an
     error naming it, since a silently dropped baseline would change every score.
     """
     from solbench.core.model import SCHEMA
 
+    if arches is None:
+        arches = {p.name for p in Path(root).iterdir() if p.is_dir()} if Path(root).is_dir() else set()
     runs = []
     for arch in sorted(arches):
         for path in sorted((Path(root) / arch).rglob("*.json")):

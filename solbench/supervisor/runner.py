@@ -15,12 +15,12 @@ from typing import Callable
 
 from solbench import __version__
 from solbench.core.errors import ConfigError
+from solbench.core.paths import KERNELS_DIR
 from solbench.sandbox.impls import ImplSpec, candidate_kind
 from solbench.core.model import Outcome, RunResult, Status
 from solbench.core.policy import TimingPolicy
 from solbench.supervisor.run_files import load_run
 
-REPO_KERNELS = Path(__file__).resolve().parents[2] / "reference_kernels"
 DEFAULT_SEED = {"cuda": "seed_attention.cu", "cpu": "torch_attention.py"}
 
 
@@ -99,7 +99,7 @@ def implementation_specs(config: RunConfig, device: str, arch: str) -> dict[str,
     """candidate, seed, baselines: built and named, in the order they are reported."""
     specs = {"candidate": _source_spec("candidate", config.candidate, arch, config)}
     if config.seed:
-        seed_path = str(REPO_KERNELS / DEFAULT_SEED[device]) if config.seed == "default" else config.seed
+        seed_path = str(KERNELS_DIR / DEFAULT_SEED[device]) if config.seed == "default" else config.seed
         if not Path(seed_path).exists():
             raise ConfigError(f"seed kernel {seed_path} not found; pass --seed PATH or --seed none")
         specs["seed"] = _source_spec("seed", seed_path, arch, config, candidate=False)
