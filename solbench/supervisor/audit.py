@@ -1,10 +1,10 @@
 """The supervisor's side of every timed call: the input copies an implementation is timed on, owned and
 filled here, poisoned before each round and, for the candidate, checked after it.
 
-Each round calls every copy in its order once. Before a round the copies' outputs are poisoned; after a
-candidate's round each copy called must have written all of its outputs, left its inputs bit for bit as
-they were (a keyed, position-dependent fingerprint), and match the fp32 reference on a few rows drawn
-after the round; then those copies get fresh contents. So no timed call ever sees contents seen before
+Each round calls every copy in its order once. Just before a round those copies get fresh contents and
+poisoned outputs; after a candidate's round each copy called must have written all of its outputs, left
+its inputs bit for bit as they were (a keyed, position-dependent fingerprint), and match the fp32
+reference on a few rows drawn after the round. So no timed call ever sees contents seen before
 (nothing can be replayed, by pointer or by content), every timed call can be the checked one, and none
 of this is decided by code in the worker's process.
 """
@@ -69,20 +69,21 @@ class TimedCopies:
         return [(r * n + j) % len(self.copies) for j in range(n)]
 
     def before_round(self, order: list[int]) -> None:
+        """Fresh contents and poisoned outputs for the copies the round calls, written just before it for
+        every implementation alike (what was written last sits in L2 where a policy does not flush)."""
+        self.refresh(order)
         for i in order:
             self.copies[i].poison()
         _sync(self.copies[0])
 
     def after_round(self, order: list[int], round_index: int) -> None:
-        """Check the candidate's copies just called (raise AuditFailure), then refill them."""
+        """Check the candidate's copies just called (raise AuditFailure)."""
         if self.audited:
             for i in order:
                 self._check(i, round_index)
-        self.refresh(order)
 
     def refresh(self, indices) -> None:
-        """Fresh contents (a trial never used before) behind the same pointers: for every implementation,
-        so all are timed alike."""
+        """Fresh contents (a trial never used before) behind the same pointers."""
         from solbench.supervisor.inputs import draw_values, input_fingerprint, refill
 
         for i in indices:

@@ -248,8 +248,7 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
 
     t = time.perf_counter()
     for name in workers:
-        ask(name, "warm_up")
-        timed[name].refresh(range(len(timed[name].copies)))  # warm-up saw these contents many times
+        ask(name, "warm_up")  # it sees the same contents many times: each round refreshes what it calls first
     t = trace("warm-up", t)
     samples = {n: [] for n in workers}
     host = {n: [] for n in workers}
