@@ -76,3 +76,24 @@ def test_a_daemon_the_candidate_leaves_behind_cannot_change_the_record(tmp_path,
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["candidate"]["name"] == "detaches_daemon.py"
     assert [o["status"] for o in doc["outcomes"]] == [o.status.value for o in result.outcomes]
+
+
+def test_times_reported_short_are_caught_on_the_supervisors_clock(tmp_path):
+    """A cheat the worker's snapshot does not see (it replaces the Sample record, not a watched function):
+    the supervisor's clock around each round, against the seed's rounds, shows the missing time."""
+    result = run(RunConfig(candidate=str(CORPUS / "fakes_samples.py"), suite="smoke", device="cpu", policy=QUICK,
+                           out_dir=tmp_path, max_scenarios=3))
+    wrong = [(o.scenario_id, o.status.value, o.reason) for o in result.outcomes if o.status is not Status.HIDDEN_WORK]
+    assert not wrong, wrong
+    assert all("supervisor's clock" in o.reason for o in result.outcomes)
+
+
+def test_the_clock_check_passes_an_honest_candidate_and_needs_a_trusted_comparator():
+    from solbench.supervisor.audit import clock_gap
+
+    trusted = [(10.0, 8.0, 3), (11.0, 8.5, 3)]  # ~0.8 ms per call outside the samples
+    assert not clock_gap([(40.0, 37.5, 3)] * 5, trusted)  # a slower honest kernel, same overhead
+    assert clock_gap([(40.0, 4.0, 3)] * 5, trusted)  # reports a tenth
+    assert not clock_gap([(40.0, 4.0, 3), (40.0, 37.5, 3), (40.0, 37.5, 3)], trusted)  # one round: noise
+    assert not clock_gap([(3.0, 0.3, 3)] * 5, trusted)  # under the absolute slack
+    assert not clock_gap([(40.0, 4.0, 3)] * 5, [])  # nothing trusted to measure the loop with

@@ -21,6 +21,14 @@ from solbench.core.tensors import Inputs, poisoned
 ROWS_PER_CHECK = 4
 """Query rows (all heads each) compared with the reference per copy and round."""
 
+CLOCK_GAP = "supervisor_clock_gap"
+"""Flag: the supervisor's own clock saw the candidate's rounds take far longer than its reported times
+and the loop's overhead (measured on the trusted comparators' rounds) explain."""
+CLOCK_GAP_SHARE = 0.5
+CLOCK_GAP_SLACK_MS = 2.0
+"""A round's unexplained time must exceed both this share of its wall time and this many ms: the loop's
+own jitter (pipe, telemetry, the interpreter) never does."""
+
 
 class AuditFailure(Exception):
     """A timed call of the candidate failed a check; `status` is its Outcome status."""
@@ -113,6 +121,21 @@ class TimedCopies:
         verdict = judge(inp.out[index], inp.lse[index], ref_out, ref_lse, self.sc.dtype, writes_lse=self.writes_lse)
         if verdict.status is not Status.PASSED:
             raise AuditFailure(verdict.status, f"{where}, rows {tokens}: {verdict.reason}")
+
+
+def clock_gap(candidate_rounds, trusted_rounds) -> bool:
+    """True when most of the candidate's rounds hide time: each round is (wall_ms on the supervisor's
+    clock, the sum of the host_ms the worker reported, calls). The time outside the reported samples
+    (flush, the pipe, the loop) per call is taken from the trusted comparators' rounds, which run the
+    same loop; a worker that reports times shorter than its calls took leaves the difference unexplained."""
+    import statistics
+
+    if not candidate_rounds or not trusted_rounds:
+        return False
+    outside_per_call = statistics.median((wall - host) / max(1, calls) for wall, host, calls in trusted_rounds)
+    hidden = [wall - host - calls * outside_per_call > max(CLOCK_GAP_SHARE * wall, CLOCK_GAP_SLACK_MS)
+              for wall, host, calls in candidate_rounds]
+    return sum(hidden) * 2 > len(hidden)
 
 
 def changed_inputs(before: dict, after: dict) -> list[str]:

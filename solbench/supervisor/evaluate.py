@@ -18,7 +18,7 @@ from solbench.core.model import ErrorStats, Measurement, Outcome, Status
 from solbench.core.policy import TimingPolicy
 from solbench.core.scenario import Scenario
 from solbench.sandbox.worker import Worker, WorkerFailure
-from solbench.supervisor.audit import AuditFailure, TimedCopies, changed_inputs, scenario_rng
+from solbench.supervisor.audit import CLOCK_GAP, AuditFailure, TimedCopies, changed_inputs, clock_gap, scenario_rng
 
 TRACE = os.environ.get("SOLBENCH_TRACE", "")
 """'1' prints phase times to stderr; any other non-empty value is a file they are appended to."""
@@ -200,6 +200,9 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     if PERSISTING_L2 in measurement.flags:
         return Status.TAMPERED, ("a persisting-L2 carve-out was set while it was timed: cold-L2 timing "
                                     "does not hold, so the times do not count")
+    if CLOCK_GAP in measurement.flags:
+        return Status.HIDDEN_WORK, ("the supervisor's clock saw the timed rounds take far longer than the reported "
+                                    "times and the loop's overhead explain: the times were not those of the calls")
     if HOST_GAP in measurement.flags:
         return Status.HIDDEN_WORK, ("device time on the timed stream is far below the synchronised wall time "
                                     "of the call: work ran outside the stream it was given")
@@ -242,7 +245,9 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
         copies = timed[name]
         order = copies.order(r, policy.round_samples)
         copies.before_round(order)
+        sent = time.perf_counter()
         reply = ask(name, "round", {"order": order})
+        clocked[name].append(((time.perf_counter() - sent) * 1e3, sum(reply["host_ms"]), len(order)))
         copies.after_round(order, r)
         return reply
 
@@ -255,6 +260,7 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
     flags = {n: set() for n in workers}
     telemetry = {n: {} for n in workers}
     per_round = {n: [] for n in workers}
+    clocked = {n: [] for n in workers}  # per round: (wall_ms on this process's clock, reported host_ms, calls)
     start = time.perf_counter()
     for r in range(policy.max_rounds):
         for name in round_order(list(workers), r):
@@ -279,6 +285,8 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
         if may_stop and (tight or time.perf_counter() - start > policy.max_time_s):
             break
     t = trace(f"rounds ({r + 1})", t)
+    if clock_gap(clocked["candidate"], [c for n in workers if n != "candidate" for c in clocked[n]]):
+        flags["candidate"].add(CLOCK_GAP)
     splits = {n: ask(n, "launcher_split") for n in workers} if policy.launcher_ab else {}
     trace("launcher split", t)
     measurements = {}
