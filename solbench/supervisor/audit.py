@@ -63,13 +63,12 @@ class TimedCopies:
     @classmethod
     def make(cls, sc: Scenario, count: int, device: str, secret: bytes, audited: bool,
              rng: random.Random) -> TimedCopies:
-        from solbench.supervisor.inputs import input_fingerprint, make_inputs
+        from solbench.supervisor.inputs import make_inputs
 
         copies = [make_inputs(sc, trial=t, device=device, secret=secret) for t in range(1, 1 + count)]
-        timed = cls(sc, copies, audited, secret, rng, next_trial=1 + count, key=rng.getrandbits(62))
-        if audited:
-            timed.fingerprints = [input_fingerprint(c, timed.key) for c in copies]
-        return timed
+        # Every round refills what it calls first and records the fingerprints then (before_round).
+        return cls(sc, copies, audited, secret, rng, next_trial=1 + count, key=rng.getrandbits(62),
+                   fingerprints=[{} for _ in copies])
 
     def order(self, r: int, n: int) -> list[int]:
         """The copies round r calls, each once: n of them, continuing the rotation of round r - 1."""
@@ -78,9 +77,15 @@ class TimedCopies:
 
     def before_round(self, order: list[int]) -> None:
         """Fresh contents and poisoned outputs for the copies the round calls, written just before it for
-        every implementation alike (what was written last sits in L2 where a policy does not flush)."""
-        self.refresh(order)
+        every implementation alike (what was written last sits in L2 where a policy does not flush): a
+        trial never used before, behind the same pointers."""
+        from solbench.supervisor.inputs import draw_values, input_fingerprint, refill
+
         for i in order:
+            refill(self.copies[i], draw_values(self.sc, self.next_trial, str(self.copies[i].device), self.secret))
+            self.next_trial += 1
+            if self.audited:
+                self.fingerprints[i] = input_fingerprint(self.copies[i], self.key)
             self.copies[i].poison()
         _sync(self.copies[0])
 
@@ -89,17 +94,6 @@ class TimedCopies:
         if self.audited:
             for i in order:
                 self._check(i, round_index)
-
-    def refresh(self, indices) -> None:
-        """Fresh contents (a trial never used before) behind the same pointers."""
-        from solbench.supervisor.inputs import draw_values, input_fingerprint, refill
-
-        for i in indices:
-            refill(self.copies[i], draw_values(self.sc, self.next_trial, str(self.copies[i].device), self.secret))
-            self.next_trial += 1
-            if self.audited:
-                self.fingerprints[i] = input_fingerprint(self.copies[i], self.key)
-        _sync(self.copies[0])
 
     def _check(self, i: int, round_index: int) -> None:
         from solbench.supervisor.inputs import input_fingerprint

@@ -227,8 +227,8 @@ def round_order(names: list[str], r: int) -> list[str]:
 def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], policy: TimingPolicy,
                       timeout_s: float, method: str):
     """Rounds of `round_samples` calls per implementation (each on a different input copy, so at most
-    `rotate_inputs`), alternating, until every median is tight. The candidate's copies are checked after
-    each of its rounds and refilled (AuditFailure ends the timing).
+    `rotate_inputs`), alternating, until every median is tight. Each round's copies are refilled just
+    before it; the candidate's are checked after each of its rounds (AuditFailure ends the timing).
 
     Drift (clocks, temperature, neighbours) hits every implementation alike, and ratios are formed
     per round, so a slow drift cancels out of them.

@@ -29,30 +29,29 @@ def input_fingerprint(inputs: Inputs, key: int) -> dict[str, int]:
     changes when words are permuted, and without the key (the supervisor's) no rewrite can keep it."""
     import torch
 
-    names, parts = [], []
+    names, sums, offset = [], [], 0
     for name in INPUT_FIELDS:
         t = getattr(inputs, name)
-        if t is not None:
-            flat = t.contiguous().view(-1).view(torch.uint8)
-            pad = (-flat.numel()) % 4
-            names.append(name)
-            parts.append(torch.cat([flat, flat.new_zeros(pad)]).view(torch.int32) if pad else flat.view(torch.int32))
-    bounds = np.cumsum([0] + [p.numel() for p in parts])
-    words = torch.cat(parts)
-    totals = [0] * len(names)
-    for start in range(0, words.numel(), _FINGERPRINT_CHUNK):  # bounded temporaries (int64: 8 B a word)
-        chunk = words[start:start + _FINGERPRINT_CHUNK].to(torch.int64)
-        end = start + chunk.numel()
-        m = (torch.arange(start, end, device=chunk.device, dtype=torch.int64) ^ key) * _MIX[0]
-        m = (m ^ (m >> 31)) * _MIX[1]  # int64 products wrap: arithmetic mod 2^64
-        m = (m ^ (m >> 29)) * _MIX[2]
-        hashed = chunk * m
-        spans = [(j, max(bounds[j], start) - start, min(bounds[j + 1], end) - start) for j in range(len(names))
-                 if bounds[j] < end and bounds[j + 1] > start]
-        sums = torch.stack([hashed[lo:hi].sum() for _, lo, hi in spans]).tolist()  # one device->host copy
-        for (j, _, _), value in zip(spans, sums):
-            totals[j] += value
-    return {name: total % 2**64 for name, total in zip(names, totals)}
+        if t is None:
+            continue
+        flat = t.contiguous().view(-1).view(torch.uint8)
+        whole = flat.numel() // 4 * 4
+        words = flat[:whole].view(torch.int32)
+        if whole < flat.numel():  # the last bytes, zero-padded to one more word (a copy of 1-3 bytes)
+            words = torch.cat([words, torch.cat([flat[whole:], flat.new_zeros(4 - flat.numel() + whole)]).view(torch.int32)])
+        total = torch.zeros((), dtype=torch.int64, device=words.device)
+        for start in range(0, words.numel(), _FINGERPRINT_CHUNK):  # bounded temporaries (int64: 8 B a word)
+            chunk = words[start:start + _FINGERPRINT_CHUNK].to(torch.int64)
+            first = offset + start
+            m = (torch.arange(first, first + chunk.numel(), device=chunk.device, dtype=torch.int64) ^ key) * _MIX[0]
+            m = (m ^ (m >> 31)) * _MIX[1]  # int64 products wrap: arithmetic mod 2^64
+            m = (m ^ (m >> 29)) * _MIX[2]
+            total += (chunk * m).sum()
+        names.append(name)
+        sums.append(total)
+        offset += words.numel()
+    totals = torch.stack(sums).tolist()  # one device->host copy for all tensors
+    return {name: value % 2**64 for name, value in zip(names, totals)}
 
 
 def input_seed(sc: Scenario, trial: int, secret: bytes = b"") -> int:
