@@ -1,0 +1,39 @@
+// cupti_lite.h -- the few CUPTI activity calls the native runner uses, resolved with dlopen at run time,
+// so the runner builds and runs where CUPTI is missing (it then says so in its description) and never
+// links a profiling library into a candidate's process by default.
+#pragma once
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+
+#if __has_include(<cupti_activity.h>)
+#include <cupti_activity.h>
+#define SOLBENCH_HAVE_CUPTI 1
+
+struct CuptiApi {
+    CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) = nullptr;
+    CUptiResult (*enable)(CUpti_ActivityKind) = nullptr;
+    CUptiResult (*flush_all)(uint32_t) = nullptr;
+    CUptiResult (*get_next_record)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
+};
+
+// "" when every entry point was found in the library named by $SOLBENCH_CUPTI_LIB (or the usual names).
+inline std::string load_cupti(CuptiApi* api) {
+    const char* named = getenv("SOLBENCH_CUPTI_LIB");
+    const char* tries[] = {named && *named ? named : "libcupti.so.13", "libcupti.so.13", "libcupti.so"};
+    void* lib = nullptr;
+    for (const char* name : tries)
+        if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    if (!lib) return std::string("libcupti not found (") + (named && *named ? named : "libcupti.so.13") + ")";
+    api->register_callbacks = (decltype(api->register_callbacks))dlsym(lib, "cuptiActivityRegisterCallbacks");
+    api->enable = (decltype(api->enable))dlsym(lib, "cuptiActivityEnable");
+    api->flush_all = (decltype(api->flush_all))dlsym(lib, "cuptiActivityFlushAll");
+    api->get_next_record = (decltype(api->get_next_record))dlsym(lib, "cuptiActivityGetNextRecord");
+    if (!api->register_callbacks || !api->enable || !api->flush_all || !api->get_next_record)
+        return "libcupti lacks the activity API";
+    return "";
+}
+#else
+#define SOLBENCH_HAVE_CUPTI 0
+#endif

@@ -1,0 +1,826 @@
+// solbench native runner: the process a .cu candidate is timed in, with no Python in it.
+//
+// The supervisor starts it as `runner CONFIG` (see parse_config) with stdin/stdout as the command pipe and
+// stderr as the log. It measures its floors and calibrates the launch cover BEFORE the candidate library
+// is loaded (its constructors cannot touch them), then loads it and answers one command per line:
+//
+//   prepare N            then N lines "copy STRUCT_HEX PTR x14": bind the supervisor's tensors (CUDA IPC)
+//   check KEEP           call the check copy (copy 0) once; KEEP=0 forgets it afterwards
+//   warm_up              iterate over the rotation copies for warmup_ms (at least once each)
+//   round I J ...        one timed iteration on each rotation copy named, in that order
+//   launcher_split       the launcher-only A/B of rotation copy 0
+//   release              drop every copy and IPC mapping
+//   quit
+//
+// Each reply is one line: "ok JSON", "unsupported TEXT", "error TEXT" or "forbidden TEXT". The timing
+// procedure is the one of solbench/sandbox/timing.py step for step (flush, wait, cover, events, call,
+// device-wide synchronize); the raw numbers go back and the supervisor decides every verdict.
+// Optionally (libcupti found), CUPTI activity records of every kernel, copy and memset on any stream are
+// collected per timed iteration: the span of the candidate's own work, its kernel names and launch shapes.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cupti_lite.h"
+#include "solbench_attention.h"
+
+// ------------------------------------------------------------------ the runner's own kernels
+
+extern "C" __global__ void solbench_runner_flush_write(int4* buf, size_t n, int value) {
+    int4 v = make_int4(value, value, value, value);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) buf[i] = v;
+}
+
+extern "C" __global__ void solbench_runner_flush_read(const int4* buf, size_t n, unsigned long long* sink) {
+    int acc = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int4 v = buf[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x7fffffff) atomicAdd(sink, 1ull);  // keeps the loads; practically never taken
+}
+
+// The same spin as torch.cuda._sleep: one thread counting its SM's clock.
+extern "C" __global__ void solbench_runner_spin(long long cycles) {
+    long long start = clock64(), spent = 0;
+    while (spent < cycles) spent = clock64() - start;
+}
+
+// ------------------------------------------------------------------ small helpers
+
+static FILE* g_replies = nullptr;
+static FILE* g_commands = nullptr;
+
+static double now_ms() {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static std::string forbidden_mapped();
+
+// One reply line. Before any "ok", the libraries mapped into this process are looked at: a vendor library
+// the candidate loaded at run time (dlopen) turns the reply into "forbidden" and ends the runner.
+static void reply(const char* status, const std::string& body) {
+    std::string mapped = strcmp(status, "ok") == 0 ? forbidden_mapped() : "";
+    if (!mapped.empty()) {
+        fprintf(g_replies, "forbidden %s\n", mapped.c_str());
+        fflush(g_replies);
+        _exit(0);
+    }
+    fprintf(g_replies, "%s %s\n", status, body.c_str());
+    fflush(g_replies);
+}
+
+static std::string json_str(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\', out += c;
+        else if ((unsigned char)c < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); out += b; }
+        else out += c;
+    }
+    return out + "\"";
+}
+
+static std::string json_num(double x) {
+    char b[40];
+    snprintf(b, sizeof b, "%.9g", x);
+    return b;
+}
+
+static std::string json_list(const std::vector<double>& xs) {
+    std::string out = "[";
+    for (size_t i = 0; i < xs.size(); ++i) out += (i ? "," : "") + json_num(xs[i]);
+    return out + "]";
+}
+
+static std::string format(const char* fmt, ...) {
+    char b[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    return b;
+}
+
+// A CUDA error after the candidate ran: the context may be poisoned, so report and leave (the supervisor
+// starts a fresh runner).
+static void fail_cuda(const char* what, cudaError_t err) {
+    reply("error", format("%s: CUDA error %s (%s)", what, cudaGetErrorName(err), cudaGetErrorString(err)));
+    fflush(stderr);
+    _exit(3);
+}
+
+static void check_cuda(const char* what, cudaError_t err) {
+    if (err != cudaSuccess) fail_cuda(what, err);
+}
+
+static double median(std::vector<double> xs) {
+    if (xs.empty()) return 0.0;
+    std::sort(xs.begin(), xs.end());
+    size_t n = xs.size();
+    return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+}
+
+// ------------------------------------------------------------------ configuration
+
+struct Config {
+    std::string so_path;
+    int device = 0;
+    bool cold_l2 = true;
+    bool flush_read = false;
+    double launch_cover_ms = 0.25;
+    double warmup_ms = 100.0;
+    double launcher_budget_ms = 100.0;
+    bool cupti = true;
+    std::vector<std::string> allowed;  // forbidden-library names allowed anyway ("cutlass", ...)
+};
+
+// CONFIG is "key=value" tokens: so=PATH device=N cold_l2=0|1 flush=write|read cover_ms=X warmup_ms=X
+// launcher_budget_ms=X cupti=0|1 allow=a,b
+static Config parse_config(int argc, char** argv) {
+    Config c;
+    for (int i = 1; i < argc; ++i) {
+        std::string t = argv[i];
+        size_t eq = t.find('=');
+        std::string k = t.substr(0, eq), v = eq == std::string::npos ? "" : t.substr(eq + 1);
+        if (k == "so") c.so_path = v;
+        else if (k == "device") c.device = atoi(v.c_str());
+        else if (k == "cold_l2") c.cold_l2 = v == "1";
+        else if (k == "flush") c.flush_read = v == "read";
+        else if (k == "cover_ms") c.launch_cover_ms = atof(v.c_str());
+        else if (k == "warmup_ms") c.warmup_ms = atof(v.c_str());
+        else if (k == "launcher_budget_ms") c.launcher_budget_ms = atof(v.c_str());
+        else if (k == "cupti") c.cupti = v == "1";
+        else if (k == "allow") {
+            size_t s = 0;
+            while (s < v.size()) {
+                size_t e = v.find(',', s);
+                if (e == std::string::npos) e = v.size();
+                if (e > s) c.allowed.push_back(v.substr(s, e - s));
+                s = e + 1;
+            }
+        }
+    }
+    return c;
+}
+
+// ------------------------------------------------------------------ libraries mapped at run time
+
+// Vendor libraries a candidate may not use (solbench/build/binary_check.py RULES), as mapped file names.
+static const char* FORBIDDEN_FILES[][2] = {{"cublas", "libcublas"}, {"cudnn", "libcudnn"}, {"cutlass", "libcutlass"}};
+
+static Config g_cfg;
+
+static bool allowed(const Config& c, const std::string& lib) {
+    return std::find(c.allowed.begin(), c.allowed.end(), lib) != c.allowed.end();
+}
+
+// The first forbidden library mapped into this process now, or "".
+static std::string forbidden_mapped() {
+    const Config& c = g_cfg;
+    FILE* f = fopen("/proc/self/maps", "r");
+    if (!f) return "";
+    char line[4096];
+    std::string found;
+    while (found.empty() && fgets(line, sizeof line, f)) {
+        const char* path = strchr(line, '/');
+        if (!path) continue;
+        const char* base = strrchr(path, '/') + 1;
+        for (auto& rule : FORBIDDEN_FILES)
+            if (strncmp(base, rule[1], strlen(rule[1])) == 0 && !allowed(c, rule[0])) {
+                found = format("%s was mapped into the candidate's process at run time (%s)", rule[0], path);
+                found.erase(found.find_last_not_of("\n") + 1);
+                break;
+            }
+    }
+    fclose(f);
+    return found;
+}
+
+// The first forbidden library a kernel name points to (cuBLAS / cuDNN / CUTLASS kernels), or "".
+static std::string forbidden_kernel(const Config& c, const std::string& name) {
+    static const char* RULES[][2] = {{"cublas", "cublas"}, {"cudnn", "cudnn"}, {"cutlass", "cutlass"}};
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    for (auto& rule : RULES)
+        if (lower.find(rule[1]) != std::string::npos && !allowed(c, rule[0]))
+            return format("the candidate launched a %s kernel at run time: %.200s", rule[0], name.c_str());
+    return "";
+}
+
+// ------------------------------------------------------------------ CUPTI (optional, loaded at run time)
+
+struct KernelRecord {
+    std::string name;
+    unsigned long long start_ns, end_ns;
+    unsigned stream;
+    int grid[3], block[3];
+    bool copy;  // a memcpy / memset rather than a kernel
+};
+
+struct Cupti {
+    bool on = false;
+    std::string why_off = "not tried";
+#if SOLBENCH_HAVE_CUPTI
+    CuptiApi api;
+#endif
+    std::mutex mu;
+    std::vector<KernelRecord> records;
+};
+static Cupti g_cupti;
+
+#if SOLBENCH_HAVE_CUPTI
+static void CUPTIAPI cupti_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+    *size = 8 << 20;
+    *buffer = (uint8_t*)aligned_alloc(8, *size);
+    *max_records = 0;
+}
+
+static void CUPTIAPI cupti_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+    CUpti_Activity* rec = nullptr;
+    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    while (g_cupti.api.get_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+        KernelRecord k{};
+        if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+            auto* r = (CUpti_ActivityKernel10*)rec;
+            k = {r->name ? r->name : "?", r->start, r->end, r->streamId,
+                 {r->gridX, r->gridY, r->gridZ}, {r->blockX, r->blockY, r->blockZ}, false};
+        } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+            auto* r = (CUpti_ActivityMemcpy6*)rec;
+            k = {"[memcpy]", r->start, r->end, r->streamId, {0, 0, 0}, {0, 0, 0}, true};
+        } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+            auto* r = (CUpti_ActivityMemset4*)rec;
+            k = {"[memset]", r->start, r->end, r->streamId, {0, 0, 0}, {0, 0, 0}, true};
+        } else {
+            continue;
+        }
+        g_cupti.records.push_back(k);
+    }
+    free(buffer);
+}
+
+static void cupti_start(const Config& c) {
+    if (!c.cupti) { g_cupti.why_off = "off (cupti=0)"; return; }
+    std::string why = load_cupti(&g_cupti.api);
+    if (!why.empty()) { g_cupti.why_off = why; return; }
+    auto& a = g_cupti.api;
+    if (a.register_callbacks(cupti_buffer_requested, cupti_buffer_completed) != CUPTI_SUCCESS ||
+        a.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
+        a.enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS || a.enable(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS) {
+        g_cupti.why_off = "CUPTI activity tracing refused here (profiling not permitted, or no support)";
+        return;
+    }
+    g_cupti.on = true;
+    g_cupti.why_off = "";
+}
+#else
+static void cupti_start(const Config&) { g_cupti.why_off = "built without the CUPTI headers"; }
+#endif
+
+// Every record completed since the last call (after a device synchronize).
+static std::vector<KernelRecord> cupti_take() {
+    std::vector<KernelRecord> out;
+    if (!g_cupti.on) return out;
+#if SOLBENCH_HAVE_CUPTI
+    g_cupti.api.flush_all(0);
+#endif
+    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    out.swap(g_cupti.records);
+    return out;
+}
+
+// ------------------------------------------------------------------ the candidate
+
+typedef int (*ForwardFn)(const SolbenchAttentionParams*);
+typedef size_t (*WorkspaceFn)(const SolbenchAttentionParams*);
+
+struct Candidate {
+    void* lib = nullptr;
+    ForwardFn forward = nullptr;
+    WorkspaceFn workspace = nullptr;
+};
+
+static std::string load_candidate(const Config& c, Candidate* out) {
+    out->lib = dlopen(c.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!out->lib) return format("%s: cannot be loaded: %s", c.so_path.c_str(), dlerror());
+    auto* version = (const int32_t*)dlsym(out->lib, "solbench_abi_version");
+    if (!version)
+        return format("%s: no `solbench_abi_version` symbol; #include \"solbench_attention.h\" in the kernel source "
+                      "(it defines the symbol) and rebuild", c.so_path.c_str());
+    if (*version != SOLBENCH_ABI_VERSION)
+        return format("%s: built against solbench ABI version %d, this solbench speaks version %d; rebuild it "
+                      "(solbench build ...)", c.so_path.c_str(), *version, SOLBENCH_ABI_VERSION);
+    out->forward = (ForwardFn)dlsym(out->lib, "solbench_attention_forward");
+    if (!out->forward)
+        return format("%s: missing entry point `solbench_attention_forward`; define extern \"C\" int "
+                      "solbench_attention_forward(const SolbenchAttentionParams*)", c.so_path.c_str());
+    out->workspace = (WorkspaceFn)dlsym(out->lib, "solbench_attention_workspace_size");
+    return "";
+}
+
+// ------------------------------------------------------------------ the supervisor's tensors
+
+struct Copy {
+    SolbenchAttentionParams p;
+    void* workspace = nullptr;
+};
+
+static std::map<std::string, void*> g_ipc;  // IPC handle (hex) -> base pointer mapped here
+static std::vector<Copy> g_copies;          // [0] the check copy, then the rotation
+static bool g_check_alive = false;
+
+static bool from_hex(const std::string& hex, void* out, size_t n) {
+    if (hex.size() != 2 * n) return false;
+    for (size_t i = 0; i < n; ++i) {
+        unsigned v;
+        if (sscanf(hex.c_str() + 2 * i, "%2x", &v) != 1) return false;
+        ((unsigned char*)out)[i] = (unsigned char)v;
+    }
+    return true;
+}
+
+// "-" (NULL) or "HANDLEHEX:OFFSET": the tensor's address in this process.
+static bool map_tensor(const std::string& token, void** ptr, std::string* why) {
+    if (token == "-") { *ptr = nullptr; return true; }
+    size_t colon = token.find(':');
+    if (colon == std::string::npos) { *why = "bad tensor token " + token; return false; }
+    std::string hex = token.substr(0, colon);
+    auto it = g_ipc.find(hex);
+    if (it == g_ipc.end()) {
+        cudaIpcMemHandle_t handle;
+        if (!from_hex(hex, &handle, sizeof handle)) { *why = "bad IPC handle"; return false; }
+        void* base = nullptr;
+        cudaError_t err = cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess);
+        if (err != cudaSuccess) { *why = format("cudaIpcOpenMemHandle: %s", cudaGetErrorString(err)); return false; }
+        it = g_ipc.emplace(hex, base).first;
+    }
+    *ptr = (char*)it->second + strtoull(token.c_str() + colon + 1, nullptr, 10);
+    return true;
+}
+
+static void release_all() {
+    cudaDeviceSynchronize();
+    for (auto& c : g_copies) if (c.workspace) cudaFree(c.workspace);
+    g_copies.clear();
+    for (auto& kv : g_ipc) cudaIpcCloseMemHandle(kv.second);
+    g_ipc.clear();
+    g_check_alive = false;
+}
+
+// One "copy" line: the struct as the supervisor filled it (solbench.abi.params_from_inputs), with every
+// pointer field then replaced by the address of the shared tensor here.
+static std::string bind_copy(const Candidate& cand, const char* line, Copy* out) {
+    char hex[2 * sizeof(SolbenchAttentionParams) + 2];
+    int used = 0;
+    if (sscanf(line, "copy %450s%n", hex, &used) != 1) return "malformed copy line";
+    if (!from_hex(hex, &out->p, sizeof out->p)) return "bad parameter struct";
+    const void** fields[] = {&out->p.q, &out->p.k, &out->p.v, (const void**)&out->p.out, (const void**)&out->p.lse,
+                             (const void**)&out->p.cu_seqlens_q, (const void**)&out->p.cu_seqlens_kv,
+                             (const void**)&out->p.kv_lens, (const void**)&out->p.page_table,
+                             (const void**)&out->p.sinks, (const void**)&out->p.mask_bits,
+                             (const void**)&out->p.q_descale, (const void**)&out->p.k_descale,
+                             (const void**)&out->p.v_descale};
+    const char* rest = line + used;
+    for (auto* field : fields) {
+        char token[256];
+        int n = 0;
+        if (sscanf(rest, "%255s%n", token, &n) != 1) return "too few tensors";
+        rest += n;
+        std::string why;
+        void* ptr = nullptr;
+        if (!map_tensor(token, &ptr, &why)) return why;
+        *field = ptr;
+    }
+    out->p.stream = nullptr;  // the legacy default stream, as torch's current stream is in the Python host
+    out->p.workspace = nullptr;
+    out->p.workspace_bytes = 0;
+    if (cand.workspace) {
+        size_t bytes = cand.workspace(&out->p);
+        if (bytes) {
+            cudaError_t err = cudaMalloc(&out->workspace, bytes);
+            if (err != cudaSuccess) return format("workspace of %zu bytes: %s", bytes, cudaGetErrorString(err));
+            out->p.workspace = out->workspace;
+            out->p.workspace_bytes = bytes;
+        }
+    }
+    return "";
+}
+
+// ------------------------------------------------------------------ timing (solbench/sandbox/timing.py)
+
+struct Raw {
+    double device_ms, host_ms, launch_ms, cover_ms, span_ms, issued_ms;
+    double work_span_ms;  // CUPTI: first start to last end of the candidate's own work; -1 without CUPTI
+    int code;             // the entry point's return value
+};
+
+struct Timer {
+    Config cfg;
+    int4* buf = nullptr;
+    size_t buf_int4 = 0;
+    unsigned long long* sink = nullptr;
+    int fill = 0;
+    int flush_blocks = 0;
+    double cycles_per_ms = 0.0;
+    cudaEvent_t g0, start, end;
+    std::deque<double> launches;
+    double host_floor_ms = 0, sync_floor_ms = 0, slack_ms = 0.02;
+    size_t l2_bytes = 0;
+    bool persisting_ok = false;
+    std::string gpu;
+    std::vector<KernelRecord> last_kernels;  // the candidate's records of the latest iteration
+
+    void setup(const Config& c) {
+        cfg = c;
+        cudaDeviceProp prop;
+        check_cuda("cudaGetDeviceProperties", cudaGetDeviceProperties(&prop, c.device));
+        gpu = prop.name;
+        l2_bytes = prop.l2CacheSize;
+        flush_blocks = 4 * prop.multiProcessorCount;
+        if (c.cold_l2) {
+            size_t bytes = 2 * (l2_bytes ? l2_bytes : (128u << 20));
+            buf_int4 = bytes / 16;
+            check_cuda("flush buffer", cudaMalloc(&buf, buf_int4 * 16));
+            check_cuda("flush buffer", cudaMemset(buf, 0, buf_int4 * 16));
+            check_cuda("flush sink", cudaMalloc(&sink, sizeof *sink));
+        }
+        persisting_ok = cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0) == cudaSuccess &&
+                        cudaCtxResetPersistingL2Cache() == cudaSuccess;
+        cudaGetLastError();
+        check_cuda("events", cudaEventCreate(&g0));
+        check_cuda("events", cudaEventCreate(&start));
+        check_cuda("events", cudaEventCreate(&end));
+        calibrate_cover();
+        measure_floors();
+    }
+
+    void flush() {
+        if (!buf) return;
+        if (cfg.flush_read) {
+            solbench_runner_flush_read<<<flush_blocks, 512>>>(buf, buf_int4, sink);
+        } else {
+            fill ^= 1;
+            solbench_runner_flush_write<<<flush_blocks, 512>>>(buf, buf_int4, fill + 1);
+        }
+    }
+
+    void cover(double ms) {
+        if (cycles_per_ms > 0) solbench_runner_spin<<<1, 1>>>(std::max(1LL, (long long)(ms * cycles_per_ms)));
+    }
+
+    float elapsed(cudaEvent_t a, cudaEvent_t b) {
+        float ms = 0;
+        check_cuda("cudaEventElapsedTime", cudaEventElapsedTime(&ms, a, b));
+        return ms;
+    }
+
+    void calibrate_cover() {
+        double rate = 1.0e6;
+        for (int i = 0; i < 4; ++i) {
+            cudaEventRecord(g0, 0);
+            solbench_runner_spin<<<1, 1>>>((long long)(5.0 * rate));
+            cudaEventRecord(start, 0);
+            check_cuda("cover calibration", cudaDeviceSynchronize());
+            rate = 5.0 * rate / std::max((double)elapsed(g0, start), 1e-3);
+        }
+        cycles_per_ms = rate;
+    }
+
+    void observe_cover(double requested, double actual) {
+        if (cycles_per_ms > 0 && requested > 0.02 && actual > 0.02)
+            cycles_per_ms = 0.8 * cycles_per_ms + 0.2 * (requested * cycles_per_ms / actual);
+    }
+
+    double cover_for() const {
+        double cap = cfg.launch_cover_ms;
+        if (cap <= 0) return 0.0;
+        if (launches.empty()) return std::min(cap, 0.05);
+        std::vector<double> xs(launches.begin(), launches.end());
+        std::sort(xs.begin(), xs.end());
+        double p90 = xs[std::min(xs.size() - 1, (size_t)(0.9 * xs.size()))];
+        return std::min(cap, 1.25 * p90 + 0.005);
+    }
+
+    void measure_floors() {
+        std::vector<double> floors, syncs;
+        for (int i = 0; i < 45; ++i) {
+            cudaDeviceSynchronize();
+            double t0 = now_ms();
+            cudaEventRecord(g0, 0);
+            cudaEventRecord(start, 0);
+            cudaEventRecord(end, 0);
+            cudaDeviceSynchronize();
+            double t1 = now_ms();
+            cudaDeviceSynchronize();
+            double t2 = now_ms();
+            if (i >= 5) floors.push_back(t1 - t0), syncs.push_back(t2 - t1);
+        }
+        std::sort(floors.begin(), floors.end());
+        host_floor_ms = median(floors);
+        sync_floor_ms = median(syncs);
+        double jitter = floors[(size_t)(0.9 * (floors.size() - 1))] - host_floor_ms;
+        slack_ms = std::max(0.02, 3.0 * jitter);
+    }
+
+    // A persisting-L2 carve-out set now (by the candidate) is reset; true if there was one.
+    bool persisting_l2_set() {
+        if (!persisting_ok) return false;
+        size_t limit = 0;
+        if (cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize) != cudaSuccess) { cudaGetLastError(); return false; }
+        if (limit == 0) return false;
+        cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+        cudaCtxResetPersistingL2Cache();
+        return true;
+    }
+
+    // One timed iteration of `call` (a forward of one copy, or a graph replay).
+    template <class Call>
+    Raw iterate(Call call, bool do_flush, bool own_work) {
+        if (do_flush) flush();
+        check_cuda("cudaStreamSynchronize", cudaStreamSynchronize(0));
+        if (own_work) cupti_take();  // drop what came before this iteration
+        double cover_ms = cover_for();
+        double t0 = now_ms();
+        cudaEventRecord(g0, 0);
+        if (cover_ms > 0) cover(cover_ms);
+        cudaEventRecord(start, 0);
+        double tc = now_ms();
+        int code = call();
+        double tr = now_ms();
+        cudaEventRecord(end, 0);
+        cudaError_t err = cudaDeviceSynchronize();
+        double t1 = now_ms();
+        if (err != cudaSuccess) fail_cuda("the candidate's call", err);
+        launches.push_back(tr - tc);
+        if (launches.size() > 32) launches.pop_front();
+        double held = elapsed(g0, start);
+        if (cover_ms > 0) observe_cover(cover_ms, held);
+        Raw r{elapsed(start, end), t1 - t0, tr - tc, held, elapsed(g0, end), tr - t0, -1.0, code};
+        if (own_work && g_cupti.on) r.work_span_ms = candidate_span(cupti_take(), cover_ms > 0);
+        return r;
+    }
+
+    // The candidate's records of one iteration: all of them less the runner's own spin (at most one);
+    // their span from the first start to the last end, in ms.
+    double candidate_span(std::vector<KernelRecord> recs, bool covered) {
+        if (covered) {
+            for (size_t i = 0; i < recs.size(); ++i)
+                if (recs[i].name == "solbench_runner_spin" && recs[i].grid[0] == 1 && recs[i].block[0] == 1) {
+                    recs.erase(recs.begin() + i);
+                    break;
+                }
+        }
+        last_kernels = recs;
+        if (recs.empty()) return 0.0;
+        unsigned long long lo = recs[0].start_ns, hi = recs[0].end_ns;
+        for (auto& k : recs) lo = std::min(lo, k.start_ns), hi = std::max(hi, k.end_ns);
+        return (hi - lo) / 1e6;
+    }
+};
+
+static Timer g_timer;
+static Candidate g_cand;
+
+static int call_copy(size_t i) { return g_cand.forward(&g_copies[i].p); }
+
+static std::string code_text(int code) {
+    static const char* names[] = {"SOLBENCH_OK", "SOLBENCH_ERR_INVALID_ARGUMENT", "SOLBENCH_ERR_UNSUPPORTED",
+                                  "SOLBENCH_ERR_CUDA", "SOLBENCH_ERR_WORKSPACE"};
+    return format("solbench_attention_forward in %s returned %d (%s)", g_timer.cfg.so_path.c_str(), code,
+                  code >= 0 && code <= 4 ? names[code] : "unknown error code");
+}
+
+static std::string kernels_json(const std::vector<KernelRecord>& recs) {
+    std::string out = "[";
+    for (size_t i = 0; i < recs.size() && i < 32; ++i) {
+        auto& k = recs[i];
+        out += format("%s{\"name\":%s,\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],\"duration_ms\":%s,\"stream\":%u}",
+                      i ? "," : "", json_str(k.name.substr(0, 300)).c_str(), k.grid[0], k.grid[1], k.grid[2],
+                      k.block[0], k.block[1], k.block[2], json_num((k.end_ns - k.start_ns) / 1e6).c_str(), k.stream);
+    }
+    return out + "]";
+}
+
+// ------------------------------------------------------------------ commands
+
+static bool rotation_ok(const std::vector<int>& order, std::string* why) {
+    for (int i : order)
+        if (i < 0 || (size_t)(i + 1) >= g_copies.size()) { *why = format("no rotation copy %d", i); return false; }
+    return true;
+}
+
+static void cmd_round(const std::vector<int>& order) {
+    std::string why;
+    if (order.empty() || !rotation_ok(order, &why)) return reply("error", why.empty() ? "empty round" : why);
+    bool carve_out = g_timer.persisting_l2_set();
+    cudaEventRecord(g_timer.g0, 0);
+    cudaDeviceSynchronize();
+    std::vector<double> dev, host, launch, cover, span, issued, work;
+    std::string forbidden;
+    for (int i : order) {
+        Raw r = g_timer.iterate([&] { return call_copy(i + 1); }, g_timer.cfg.cold_l2, true);
+        if (r.code) return reply("error", code_text(r.code));
+        dev.push_back(r.device_ms), host.push_back(r.host_ms), launch.push_back(r.launch_ms);
+        cover.push_back(r.cover_ms), span.push_back(r.span_ms), issued.push_back(r.issued_ms);
+        work.push_back(r.work_span_ms);
+        for (auto& k : g_timer.last_kernels)
+            if (forbidden.empty() && !k.copy) forbidden = forbidden_kernel(g_timer.cfg, k.name);
+    }
+    carve_out = g_timer.persisting_l2_set() || carve_out;
+    if (!forbidden.empty()) return reply("forbidden", forbidden);
+    std::string body = "{\"device_ms\":" + json_list(dev) + ",\"host_ms\":" + json_list(host) +
+                       ",\"launch_ms\":" + json_list(launch) + ",\"cover_ms\":" + json_list(cover) +
+                       ",\"span_ms\":" + json_list(span) + ",\"issued_ms\":" + json_list(issued) +
+                       ",\"flags\":" + (carve_out ? "[\"persisting_l2\"]" : "[]");
+    if (g_cupti.on) body += ",\"work_span_ms\":" + json_list(work) + ",\"kernels\":" + kernels_json(g_timer.last_kernels);
+    reply("ok", body + "}");
+}
+
+static void cmd_warm_up() {
+    if (g_copies.size() < 2) return reply("error", "warm_up before prepare");
+    size_t n = g_copies.size() - 1, done = 0;
+    double deadline = now_ms() + g_timer.cfg.warmup_ms;
+    while (done < n || now_ms() < deadline) {
+        size_t i = 1 + done % n;
+        Raw r = g_timer.iterate([&] { return call_copy(i); }, g_timer.cfg.cold_l2, false);
+        if (r.code) return reply("error", code_text(r.code));
+        ++done;
+    }
+    reply("ok", "null");
+}
+
+static void cmd_check(bool keep) {
+    if (!g_check_alive) return reply("error", "check without a check copy");
+    check_cuda("before the check call", cudaDeviceSynchronize());
+    cupti_take();
+    int code = call_copy(0);
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) fail_cuda("the candidate's check call", err);
+    if (!keep) g_check_alive = false;
+    if (code == SOLBENCH_ERR_UNSUPPORTED) return reply("unsupported", code_text(code));
+    if (code) return reply("error", code_text(code));
+    for (auto& k : cupti_take()) {
+        std::string why = k.copy ? "" : forbidden_kernel(g_timer.cfg, k.name);
+        if (!why.empty()) return reply("forbidden", why);
+    }
+    reply("ok", "null");
+}
+
+static void cmd_launcher_split() {
+    if (g_copies.size() < 2) return reply("error", "launcher_split before prepare");
+    Timer& t = g_timer;
+    auto call = [&] { return call_copy(1); };
+    double first = t.iterate(call, false, false).device_ms;
+    int reps = std::max(1, std::min(15, (int)(t.cfg.launcher_budget_ms / (4 * std::max(first, 1e-3)))));
+    int batch = std::max(2, std::min(10, reps));
+    std::vector<double> eager{first};
+    for (int i = 1; i < reps; ++i) eager.push_back(t.iterate(call, false, false).device_ms);
+    // Graph replay: warm up on a side stream, capture there, replay on the timing stream (as CudaOps.capture).
+    std::string graph_error;
+    double graph_ms = -1;
+    cudaStream_t side;
+    cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+    SolbenchAttentionParams on_side = g_copies[1].p;
+    on_side.stream = side;
+    cudaDeviceSynchronize();
+    for (int i = 0; i < 3; ++i) g_cand.forward(&on_side);
+    cudaDeviceSynchronize();
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t err = cudaStreamBeginCapture(side, cudaStreamCaptureModeGlobal);
+    int code = err == cudaSuccess ? g_cand.forward(&on_side) : 0;
+    cudaError_t end_err = err == cudaSuccess ? cudaStreamEndCapture(side, &graph) : err;
+    if (err == cudaSuccess && end_err == cudaSuccess && code == 0) end_err = cudaGraphInstantiate(&exec, graph, 0);
+    if (err != cudaSuccess || end_err != cudaSuccess || code != 0 || !exec) {
+        graph_error = format("graph capture failed: %s", code ? code_text(code).c_str() : cudaGetErrorString(
+                                                                    err != cudaSuccess ? err : end_err));
+        cudaGetLastError();
+        cudaDeviceSynchronize();
+        cudaGetLastError();
+    } else {
+        std::deque<double> learned = t.launches;
+        std::vector<double> replays;
+        for (int i = 0; i < reps; ++i)
+            replays.push_back(t.iterate([&] { return (int)cudaGraphLaunch(exec, 0); }, false, false).device_ms);
+        t.launches = learned;
+        graph_ms = median(replays);
+    }
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    cudaStreamDestroy(side);
+    std::vector<double> single, batched;
+    for (int i = 0; i < reps; ++i) {
+        cudaDeviceSynchronize();
+        double t0 = now_ms();
+        call();
+        cudaDeviceSynchronize();
+        single.push_back(now_ms() - t0);
+    }
+    for (int i = 0; i < std::max(1, reps / 3); ++i) {
+        cudaDeviceSynchronize();
+        double t0 = now_ms();
+        for (int j = 0; j < batch; ++j) call();
+        cudaDeviceSynchronize();
+        batched.push_back((now_ms() - t0) / batch);
+    }
+    err = cudaGetLastError();
+    if (err != cudaSuccess) fail_cuda("the launcher-only A/B", err);
+    double eager_host = median(batched), eager_dev = median(eager);
+    double device = graph_ms >= 0 ? graph_ms : eager_dev;
+    reply("ok", "{\"graph_device_ms\":" + (graph_ms >= 0 ? json_num(graph_ms) : std::string("null")) +
+                    ",\"graph_error\":" + json_str(graph_error) + ",\"eager_device_ms\":" + json_num(eager_dev) +
+                    ",\"eager_host_ms\":" + json_num(eager_host) + ",\"eager_single_ms\":" + json_num(median(single)) +
+                    ",\"host_floor_ms\":" + json_num(t.sync_floor_ms) +
+                    ",\"overhead_ms\":" + json_num(eager_host - device) + "}");
+}
+
+static void cmd_prepare(int n) {
+    release_all();
+    char line[4096];
+    for (int i = 0; i < n; ++i) {
+        if (!fgets(line, sizeof line, g_commands)) return reply("error", "the supervisor's copy lines ended early");
+        Copy c;
+        std::string why = bind_copy(g_cand, line, &c);
+        if (!why.empty()) { g_copies.push_back(c); return reply("error", "prepare: " + why); }
+        g_copies.push_back(c);
+    }
+    g_check_alive = true;
+    reply("ok", "{\"writes_lse\":true}");
+}
+
+static std::string describe() {
+    const Timer& t = g_timer;
+    std::string notes = "[";
+    notes += json_str(t.buf ? format("L2 flush: %zu bytes %s before every timed iteration (device reports L2 = %zu "
+                                     "bytes)", t.buf_int4 * 16, t.cfg.flush_read ? "read" : "written", t.l2_bytes)
+                            : std::string("L2 flush: off (policy.cold_l2 is False)"));
+    notes += "," + json_str(t.persisting_ok ? "persisting-L2 carve-out set to 0 and persisting lines reset (via cudart)"
+                                            : "persisting-L2 reset failed via cudart");
+    notes += "," + json_str(format("launch cover: spin kernel, %.0f cycles/us at calibration", t.cycles_per_ms / 1e3));
+    notes += "," + json_str(g_cupti.on ? "CUPTI: kernels, copies and memsets of every stream recorded per timed call"
+                                       : "CUPTI: " + g_cupti.why_off) + "]";
+    return "{\"device\":" + json_str(format("cuda:%d", t.cfg.device)) + ",\"runner\":\"native\",\"host_floor_ms\":" +
+           json_num(t.host_floor_ms) + ",\"sync_floor_ms\":" + json_num(t.sync_floor_ms) +
+           ",\"host_gap_slack_ms\":" + json_num(t.slack_ms) + ",\"notes\":" + notes + ",\"gpu\":" + json_str(t.gpu) +
+           ",\"l2_bytes\":" + json_num((double)t.l2_bytes) + ",\"flush\":" + (t.cfg.flush_read ? "\"read\"" : "\"write\"") +
+           ",\"flush_bytes\":" + json_num((double)(t.buf_int4 * 16)) + ",\"cover\":\"spin kernel\"" +
+           ",\"persisting_l2_control\":" + (t.persisting_ok ? "\"cudart\"" : "null") +
+           ",\"cupti\":" + (g_cupti.on ? "true" : "false") + "}";
+}
+
+int main(int argc, char** argv) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the supervisor
+    if (getppid() == 1) return 1;
+    // The command pipe moves to private descriptors; the candidate's prints go to the log (stderr).
+    int in_fd = dup(0), out_fd = dup(1);
+    dup2(2, 1);
+    g_commands = fdopen(in_fd, "r");
+    g_replies = fdopen(out_fd, "w");
+    g_cfg = parse_config(argc, argv);
+    const Config& cfg = g_cfg;
+    check_cuda("cudaSetDevice", cudaSetDevice(cfg.device));
+    check_cuda("CUDA context", cudaFree(nullptr));
+    cupti_start(cfg);
+    g_timer.setup(cfg);  // floors and the cover, before any candidate code exists in this process
+    std::string why = load_candidate(cfg, &g_cand);
+    if (!why.empty()) { reply("load_failed", why); return 0; }
+    reply("ok", describe());
+    char line[4096];
+    while (fgets(line, sizeof line, g_commands)) {
+        char cmd[64] = "";
+        int used = 0;
+        sscanf(line, "%63s%n", cmd, &used);
+        std::string c = cmd;
+        if (c == "quit") break;
+        if (c == "prepare") cmd_prepare(atoi(line + used));
+        else if (c == "check") cmd_check(atoi(line + used) != 0);
+        else if (c == "warm_up") cmd_warm_up();
+        else if (c == "launcher_split") cmd_launcher_split();
+        else if (c == "release") { release_all(); reply("ok", "null"); }
+        else if (c == "describe") reply("ok", describe());
+        else if (c == "round") {
+            std::vector<int> order;
+            const char* p = line + used;
+            int v, n;
+            while (sscanf(p, "%d%n", &v, &n) == 1) order.push_back(v), p += n;
+            cmd_round(order);
+        } else {
+            reply("error", "unknown command " + c);
+        }
+    }
+    release_all();
+    return 0;
+}
