@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from solbench.core.errors import ConfigError
+from solbench.core.errors import ConfigError, ScenarioError
 from solbench.core.model import RunResult
 
 CLASSES = ("host", "routing", "kernel", "at-bound")
@@ -129,7 +129,10 @@ def _tight_fn(arch: str):
     spec, profile = load_arch(arch), find_profile(arch)
 
     def tight(scenario: dict):
-        sc = Scenario.from_dict(scenario)
+        try:
+            sc = Scenario.from_dict(scenario)
+        except (ScenarioError, TypeError):  # a file without the scenario's fields (synthetic runs)
+            return None
         return estimate(sc, spec, profile) if spec.supports(sc.dtype) else None
 
     return tight
@@ -226,6 +229,19 @@ def triage_markdown(rows: list[Triage], policy: TriagePolicy) -> str:
         lines.append(f"| {r.scenario_id} | {r.impl} | {r.time_us:.1f} | {_pct(r.sol_pct)} | {_pct(r.attainable_pct)} | "
                      f"{_pct(r.tight_pct)} | {_pct(r.host_share_pct)} | {r.classification} | {r.evidence} |")
     return "\n".join(lines) + "\n"
+
+
+def run_triage(result: RunResult) -> tuple[list[Triage], TriagePolicy]:
+    """The section every report carries: one run on its own (its implementations against each other)."""
+    policy = TriagePolicy()
+    return triage([result], None, policy), policy
+
+
+def triage_rows_for_table(rows: list[Triage]) -> list[dict]:
+    """Flat rows for the HTML table; percentages say which bound."""
+    return [{"scenario": r.scenario_id, "impl": r.impl, "time_us": r.time_us, "pct_of_sol_datasheet": r.sol_pct,
+             "pct_of_attainable_measured": r.attainable_pct, "pct_of_tight": r.tight_pct,
+             "host_share_pct": r.host_share_pct, "class": r.classification, "evidence": r.evidence} for r in rows]
 
 
 def triage_text(rows: list[Triage], policy: TriagePolicy) -> str:
