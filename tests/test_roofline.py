@@ -236,7 +236,7 @@ def test_to_dict_is_plain():
 # --- arch specs ------------------------------------------------------------------------------------
 
 def test_every_arch_loads_with_sources():
-    assert known_arches() == ("b200", "h100", "h200", "rtx3080")
+    assert known_arches() == ("b200", "h100", "h100_pcie", "h200", "rtx3080", "rtx3080_12gb", "rtx3080ti")
     for name in known_arches():
         spec = load_arch(name.upper())
         numbers = [f for f in ArchSpec.__dataclass_fields__ if f not in ("name", "gpu", "sources")]
@@ -261,7 +261,7 @@ def test_arch_values_are_their_own():
 def test_unknown_arch_lists_known_ones():
     with pytest.raises(ConfigError) as err:
         load_arch("a100")
-    assert str(err.value) == "unknown arch 'a100'; known arches: b200, h100, h200, rtx3080"
+    assert str(err.value) == "unknown arch 'a100'; known arches: b200, h100, h100_pcie, h200, rtx3080, rtx3080_12gb, rtx3080ti"
     with pytest.raises(ConfigError):
         load_arch("../roofline/h200")
 
@@ -321,4 +321,4 @@ def test_non_editable_install_finds_the_specs(tmp_path):
             "print(','.join(r.load_arch(a).name for a in r.known_arches()))")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site")},
                          check=True, **run)
-    assert out.stdout.strip() == "b200,h100,h200,rtx3080"
+    assert out.stdout.strip() == "b200,h100,h100_pcie,h200,rtx3080,rtx3080_12gb,rtx3080ti"
