@@ -12,24 +12,46 @@ from solbench.gpu import calibrate as cal
 from solbench.front import cli
 from solbench.core import archspec
 from solbench.core.archspec import MeasuredProfile, load_arch, load_profile
-from solbench.core.errors import ConfigError
+from solbench.core.archspec import load_arch
+from solbench.core.errors import ConfigError, UnknownGPUError
 
 
-def test_detect_arch():
+GIB = 1 << 30
+
+
+def test_detect_arch_by_exact_name_and_memory():
     assert cal.detect_arch("NVIDIA H200") == "h200"
+    assert cal.detect_arch("NVIDIA H200", 150109880320) == "h200"  # our H200's total memory
     assert cal.detect_arch("NVIDIA H100 80GB HBM3") == "h100"
+    assert cal.detect_arch("NVIDIA H100 PCIe", 80 * GIB) == "h100_pcie"
     assert cal.detect_arch("NVIDIA B200") == "b200"
-    assert cal.detect_arch("NVIDIA GeForce RTX 3080") == "rtx3080"
-    assert cal.detect_arch("NVIDIA A100-SXM4-80GB") is None
+    assert cal.detect_arch("NVIDIA GeForce RTX 3080", 10 * GIB) == "rtx3080"
+    assert cal.detect_arch("NVIDIA GeForce RTX 3080", 12 * GIB) == "rtx3080_12gb"
+    assert cal.detect_arch("NVIDIA GeForce RTX 3080") is None  # one name, two cards: memory tells them apart
+    assert cal.detect_arch("NVIDIA GeForce RTX 3080 Ti", 12 * GIB) == "rtx3080ti"  # not the 3080 (760 GB/s)
+    assert load_arch("rtx3080ti").memory_tbps == 0.912 and load_arch("rtx3080").memory_tbps == 0.76
+    assert cal.detect_arch("NVIDIA H200 NVL") is None and cal.detect_arch("NVIDIA A100-SXM4-80GB") is None
+
+
+def test_every_spec_file_has_a_match_table_with_sources():
+    from solbench.core.archdetect import device_matches
+    from solbench.core.archspec import known_arches
+
+    assert {m.arch for m in device_matches()} == set(known_arches())
+    for arch in known_arches():
+        spec = load_arch(arch)
+        assert all(spec.sources.get(f) for f in ("bf16_tflops", "memory_tbps", "sm_count"))
 
 
 def test_resolve_arch():
     assert cal.resolve_arch("auto", "NVIDIA H200") == "h200"
+    with pytest.raises(UnknownGPUError, match="calibrate --write"):
+        cal.resolve_arch("auto", "NVIDIA GeForce RTX 3080 Super", 10 * GIB)
     assert cal.resolve_arch("H200", "NVIDIA H200") == "h200"
     assert cal.resolve_arch("h100", "Some Future GPU") == "h100"  # explicit arch for a name we don't know
     with pytest.raises(ConfigError, match="GPU present is 'NVIDIA H200'"):
         cal.resolve_arch("b200", "NVIDIA H200")
-    with pytest.raises(ConfigError, match="cannot tell the arch"):
+    with pytest.raises(UnknownGPUError, match="matches no spec file"):
         cal.resolve_arch("auto", "NVIDIA A100-SXM4-80GB")
     with pytest.raises(ConfigError, match="unknown arch"):
         cal.resolve_arch("a100", "NVIDIA A100-SXM4-80GB")
@@ -284,3 +306,24 @@ def test_calibrate_on_the_gpu(tmp_path):
     assert 0.5 < profile.launch_us < 200 and 0.2 < profile.graph_launch_us < 200
     path = cal.write_profile(profile, tmp_path / f"{arch}.toml")
     assert load_profile(path) == profile
+
+
+def test_write_spec_for_a_gpu_without_one(tmp_path):
+    from types import SimpleNamespace
+
+    from solbench.core.archspec import ArchSpec
+    from solbench.gpu.specwrite import parse_datasheet, spec_text, write_spec
+
+    props = SimpleNamespace(major=8, minor=0, multi_processor_count=108, L2_cache_size=40 << 20,
+                            shared_memory_per_multiprocessor=167936, total_memory=80 * GIB)
+    with pytest.raises(ConfigError, match="lacks memory_tbps, boost_clock_mhz"):
+        parse_datasheet("bf16=312,fp16=312")
+    sheet = parse_datasheet("bf16=312,fp16=312,memory_tbps=2.039,boost_clock_mhz=1410")
+    with pytest.raises(ConfigError, match="--source"):
+        spec_text("a100_sxm", "NVIDIA A100-SXM4-80GB", props, sheet, "")
+    path = write_spec("a100_sxm", spec_text("a100_sxm", "NVIDIA A100-SXM4-80GB", props, sheet, "https://x"), tmp_path)
+    spec = ArchSpec.from_toml(path)
+    assert spec.sm_count == 108 and spec.memory_tbps == 2.039 and spec.fp8_tflops is None
+    assert "https://x" in spec.sources["bf16_tflops"] and "cudaDeviceProp" in spec.sources["sm_count"]
+    with pytest.raises(ConfigError, match="exists"):
+        write_spec("a100_sxm", "", tmp_path)

@@ -76,7 +76,7 @@ def test_fp8_on_rtx3080_is_skipped_with_a_note(fake_suite, capsys):
 def test_unknown_arch_is_one_line(fake_suite, capsys):
     assert cli.main(["roofline", "--arch", "a100", "--suite", "x"]) == 2
     err = capsys.readouterr().err
-    assert err == "solbench roofline: error: unknown arch 'a100'; known arches: b200, h100, h200, rtx3080\n"
+    assert err == "solbench roofline: error: unknown arch 'a100'; known arches: b200, h100, h100_pcie, h200, rtx3080, rtx3080_12gb, rtx3080ti\n"
     assert cli.main(["roofline", "--suite", "x"]) == 2
     assert "needs --arch" in capsys.readouterr().err
 

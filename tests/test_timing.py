@@ -405,3 +405,13 @@ def test_input_copies_shrink_to_fit_device_memory_and_never_below_one():
     assert input_copies(policy, copy_bytes=2 * gib + 1, holders=7, device_bytes=140 * gib) == 3
     assert input_copies(policy, copy_bytes=100 * gib, holders=2, device_bytes=140 * gib) == 1
     assert input_copies(policy, copy_bytes=gib, holders=2, device_bytes=0) == 4  # CPU: no device to fill
+
+
+def test_l2_flush_is_a_recorded_policy_field():
+    from solbench.core.errors import ConfigError
+    from solbench.core.policy import TimingPolicy, with_overrides
+
+    assert TimingPolicy().to_dict()["l2_flush"] == "write"
+    assert with_overrides(TimingPolicy(), "l2_flush=both").l2_flush == "both"
+    with pytest.raises(ConfigError, match="l2_flush"):
+        TimingPolicy(l2_flush="erase")

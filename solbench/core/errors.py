@@ -44,3 +44,9 @@ class DeviceMismatchError(SolbenchError):
     """The requested arch is not the GPU present: built and bounded, but not timed."""
 
     exit_code = 7
+
+
+class UnknownGPUError(SolbenchError):
+    """The GPU present has no spec file (roofline/<arch>.toml): its scenarios cannot be bounded."""
+
+    exit_code = 8

@@ -27,7 +27,11 @@ class TimingPolicy:
     max_time_s: float = 6.0
     """Time cap per scenario for the sampling loop (all implementations together)."""
     cold_l2: bool = True
-    """Overwrite a buffer of >= 2x L2 before every timed iteration (GPU only)."""
+    """Evict L2 with a buffer of >= 2x L2 before every timed iteration (GPU only)."""
+    l2_flush: str = "write"
+    """How the cold-L2 buffer evicts: 'write' (overwrite it; dirty lines may be written back inside the
+    timed kernel), 'read' (sum it: the lines left behind are clean) or 'both' (write, then read).
+    benchmarks/flush_compare.py measures the three on the H200; 'write' stays until it says otherwise."""
     rotate_inputs: int = 4
     """Distinct input copies cycled through so consecutive iterations see different pointers (at most:
     fewer where every implementation's copies would not fit in device memory, recorded per outcome)."""
@@ -59,10 +63,16 @@ class TimingPolicy:
             raise ConfigError(f"TimingPolicy.max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})")
         if self.method not in ("auto", "cuda_events", "host_clock"):
             raise ConfigError(f"TimingPolicy.method must be auto, cuda_events or host_clock, got {self.method!r}")
+        if self.l2_flush not in L2_FLUSH_METHODS:
+            raise ConfigError(f"TimingPolicy.l2_flush must be one of {', '.join(L2_FLUSH_METHODS)}, "
+                              f"got {self.l2_flush!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+
+L2_FLUSH_METHODS = ("write", "read", "both")
+"""The L2 flush methods CudaOps implements (see TimingPolicy.l2_flush)."""
 
 _RANGES = {
     "warmup_ms": ((0, True), None), "round_samples": ((1, True), None), "min_rounds": ((1, True), None),

@@ -28,7 +28,6 @@ from solbench.core.archspec import MeasuredProfile, known_arches, profile_path
 from solbench.core.errors import ConfigError, MissingDependencyError
 
 # Device-name fragment -> arch; first match wins (checked in this order).
-NAME_TO_ARCH = (("H200", "h200"), ("H100", "h100"), ("B200", "b200"), ("RTX 3080", "rtx3080"))
 MATMUL_N = 8192
 COPY_BYTES = 4 << 30
 WARMUP_MS = 500.0
@@ -50,19 +49,22 @@ BURST_MAX_DUTY = 0.25
 BURST_QUANTILE = 0.9
 
 
-def detect_arch(device_name: str) -> str | None:
-    """The arch name for a torch.cuda.get_device_name() string, or None if not one we know."""
-    upper = device_name.upper()
-    return next((arch for fragment, arch in NAME_TO_ARCH if fragment in upper), None)
+def detect_arch(device_name: str, memory_bytes: int | None = None) -> str | None:
+    """The arch of a torch.cuda.get_device_name() string (and total memory), by exact name: see
+    solbench.core.archdetect; None if no spec file matches."""
+    from solbench.core.archdetect import detect_arch as by_name
+
+    return by_name(device_name, memory_bytes)
 
 
-def resolve_arch(requested: str, device_name: str) -> str:
-    """The arch to file the profile under: 'auto' detects it; an explicit arch must not contradict the GPU."""
-    detected = detect_arch(device_name)
+def resolve_arch(requested: str, device_name: str, memory_bytes: int | None = None) -> str:
+    """The arch to file the profile under: 'auto' detects it (UnknownGPUError without a spec file); an
+    explicit arch must not contradict the GPU."""
+    from solbench.core.archdetect import require_arch
+
+    detected = detect_arch(device_name, memory_bytes)
     if requested in (None, "", "auto"):
-        if detected is None:
-            raise ConfigError(f"cannot tell the arch of GPU {device_name!r}; pass --arch ({', '.join(known_arches())})")
-        return detected
+        return require_arch(device_name, memory_bytes)
     arch = requested.lower()
     if arch not in known_arches():
         raise ConfigError(f"unknown arch {requested!r}; known arches: {', '.join(known_arches())}")
@@ -300,8 +302,8 @@ def calibrate(arch: str = "auto", matmul_n: int = MATMUL_N, copy_bytes: int = CO
     """Measure the present GPU (device 0) and return its MeasuredProfile; writes nothing."""
     torch = _torch_cuda()
     name = torch.cuda.get_device_name(0)
-    arch = resolve_arch(arch, name)
     props = torch.cuda.get_device_properties(0)
+    arch = resolve_arch(arch, name, props.total_memory)
     details: dict[str, object] = {
         "matmul": f"{matmul_n}x{matmul_n}x{matmul_n}, torch.matmul (bf16/fp16), torch._scaled_mm e4m3 -> bf16 fast-accum (fp8)",
         "timer": f"CUDA events, median of {samples} after {WARMUP_MS:g} ms warm-up",

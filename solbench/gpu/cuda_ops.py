@@ -36,9 +36,12 @@ class CudaOps:
 
     def __init__(self, device: str, cold_l2: bool, notes: list[str], flush: str = "write"):
         """flush='write' overwrites the buffer (the recorded method); 'read' sums it instead, which evicts
-        the same lines but leaves them clean, so no write-back of flush data lands in the timed kernel."""
-        if flush not in ("write", "read"):
-            raise ConfigError(f"CudaOps: flush must be 'write' or 'read', got {flush!r}")
+        the same lines but leaves them clean, so no write-back of flush data lands in the timed kernel;
+        'both' writes it and then reads it (TimingPolicy.l2_flush)."""
+        from solbench.core.policy import L2_FLUSH_METHODS
+
+        if flush not in L2_FLUSH_METHODS:
+            raise ConfigError(f"CudaOps: flush must be one of {', '.join(L2_FLUSH_METHODS)}, got {flush!r}")
         import torch
 
         if not torch.cuda.is_available():
@@ -52,13 +55,14 @@ class CudaOps:
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0)
         self._buf = None
         self._fill = 0
-        self._read = flush == "read"
+        self._mode = flush
         with torch.cuda.device(self.index):
             if cold_l2:
                 nbytes = 2 * self.l2_bytes if self.l2_bytes else _FALLBACK_FLUSH_BYTES
                 self._buf = torch.zeros(nbytes // 4, dtype=torch.int32, device=f"cuda:{self.index}")
                 self._sink = torch.zeros((), dtype=torch.int64, device=f"cuda:{self.index}")
-                notes.append(f"L2 flush: {nbytes} bytes {'read' if self._read else 'written'} before every "
+                done = {"read": "read", "write": "written", "both": "written then read"}[flush]
+                notes.append(f"L2 flush: {nbytes} bytes {done} before every "
                              f"timed iteration (device reports L2 = {self.l2_bytes} bytes)")
             else:
                 notes.append("L2 flush: off (policy.cold_l2 is False)")
@@ -78,14 +82,14 @@ class CudaOps:
 
     def flush(self) -> None:
         """Write every byte of a buffer of 2x L2 (the value alternates, so every line really changes), or
-        read it all in the 'read' mode."""
+        read it all in the 'read' mode, or both in that order."""
         if self._buf is None:
             return
-        if self._read:
-            self.torch.sum(self._buf, 0, dtype=self.torch.int64, out=self._sink)
-        else:
+        if self._mode != "read":
             self._fill ^= 1
             self._buf.fill_(self._fill + 1)
+        if self._mode != "write":
+            self.torch.sum(self._buf, 0, dtype=self.torch.int64, out=self._sink)
 
     def cover(self, ms: float) -> None:
         """Spin kernel of about `ms` on the stream (torch.cuda._sleep counts SM clock cycles)."""
@@ -144,7 +148,7 @@ class CudaOps:
         return graph.replay, graph.reset
 
     def describe(self) -> dict:
-        return {"gpu": self.gpu_name, "l2_bytes": self.l2_bytes, "flush": "read" if self._read else "write",
+        return {"gpu": self.gpu_name, "l2_bytes": self.l2_bytes, "flush": self._mode,
                 "flush_bytes": 0 if self._buf is None else self._buf.numel() * 4,
                 "cover": "torch.cuda._sleep" if self._cycles_per_ms else "off",
                 "persisting_l2_control": self._rt.source if self._persisting_ok else None}

@@ -63,6 +63,7 @@ def _legend(result: RunResult) -> str:
 def write_html(result: RunResult, path: Path, charts: dict | None = None) -> None:
     from solbench.core.model import Status
     from solbench.report.gap_report import gap_rows
+    from solbench.report.triage import run_triage, triage_rows_for_table
     from solbench.report.tables import comparator_failures, declined_counts, scenario_rows, summary_head
 
     failed = [{"scenario": o.scenario_id, "status": o.status.value, "reason": o.reason}
@@ -83,7 +84,8 @@ def write_html(result: RunResult, path: Path, charts: dict | None = None) -> Non
         parts.append(_listed("comparator-failures", f"{len(broken)} comparator run(s) failed", broken))
     parts += [_legend(result),
               "<h2>Per scenario</h2>", rows_table("scenarios", scenario_rows(result)),
-              "<h2>Gap to the speed of light</h2>", rows_table("gap", gap_rows(result))]
+              "<h2>Gap to the speed of light</h2>", rows_table("gap", gap_rows(result)),
+              "<h2>Gap triage</h2>", rows_table("triage", triage_rows_for_table(run_triage(result)[0]))]
     if declined:
         total = sum(r["scenarios"] for r in declined)
         parts.append(f'<details id="declined"><summary>Not supported by a comparator: {total} (scenario, '

@@ -53,7 +53,14 @@ def summary_dict(result: RunResult, results_path: str | None = None) -> dict:
         "fewer_input_copies": fewer_input_copies(result),
         "per_scenario": [scenario_row(o, names) for o in result.outcomes],
         "results": results_path,
+        "triage": _triage(result),
     }
+
+
+def _triage(result: RunResult) -> dict:
+    from solbench.report.triage import run_triage, triage_dict
+
+    return triage_dict(*run_triage(result))
 
 
 def scenario_row(o: Outcome, comparators: list[str]) -> dict:

@@ -161,7 +161,17 @@ def render_summary(result: RunResult) -> str:
         per = ", ".join(f"{name} {sum(reasons.values())}" for name, reasons in declined.items())
         lines.append(f"not supported by a comparator (skipped, the reasons counted in summary.md and summary.html): "
                      f"{sum(sum(r.values()) for r in declined.values())} (scenario, comparator) pairs: {per}")
+    lines.append(_triage_line(result))
     return "\n".join(lines)
+
+
+def _triage_line(result: RunResult) -> str:
+    from solbench.report.triage import run_triage, triage_dict
+
+    rows, policy = run_triage(result)
+    counts = triage_dict(rows, policy)["counts"]
+    return ("gap triage (% of attainable = measured ceilings): " + ", ".join(f"{n} {c}" for c, n in counts.items())
+            + f" of {len(rows)} (scenario, implementation); `solbench triage` gives the evidence")
 
 
 def declined_counts(result: RunResult) -> dict[str, dict[str, int]]:
@@ -253,10 +263,17 @@ def write_markdown(result: RunResult, path: Path, charts: dict | None = None) ->
         "Bounds are max(FLOPs / peak, bytes / bandwidth) for the datasheet and for the measured ceilings; "
         "largest remaining gap first.", "",
         render_gap_table(result), "",
+        _triage_markdown(result),
     ]
     for name, chart in (charts or {}).items():
         text += [f"![{name}]({Path(chart).name})", ""]
     path.write_text("\n".join(text))
+
+
+def _triage_markdown(result: RunResult) -> str:
+    from solbench.report.triage import run_triage, triage_markdown
+
+    return triage_markdown(*run_triage(result))
 
 
 def write_reports(result: RunResult, folder: Path) -> list[Path]:

@@ -134,7 +134,7 @@ class Timer:
         if ops is None and device.startswith("cuda"):
             from solbench.gpu.cuda_ops import CudaOps
 
-            ops = CudaOps(device, cold_l2=policy.cold_l2, notes=self.notes)
+            ops = CudaOps(device, cold_l2=policy.cold_l2, notes=self.notes, flush=policy.l2_flush)
         elif ops is None and device != "cpu":
             raise ConfigError(f"Timer: unknown device {device!r}; use 'cuda', 'cuda:N' or 'cpu'")
         self._ops = ops

@@ -86,12 +86,15 @@ def gpu_arch() -> str | None:
 
         if not torch.cuda.is_available():
             return None
-        name = torch.cuda.get_device_name().lower()
+        name = torch.cuda.get_device_name()
+        memory = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
     except Exception:
         return None
-    for key, arch in (("h200", "h200"), ("h100", "h100"), ("b200", "b200"), ("3080", "rtx3080")):
-        if key in name:
-            return arch
+    from solbench.core.archdetect import detect_arch  # exact name and memory size, roofline/*.toml [match]
+
+    arch = detect_arch(name, memory)
+    if arch is not None:
+        return arch
     return "sm_" + "".join(map(str, torch.cuda.get_device_capability()))
 
 
