@@ -71,3 +71,17 @@ def test_an_honest_kernel_that_rounds_p_passes(sc, dtype):
     v = _verdict(_p_rounded, dataclasses.replace(sc, dtype=dtype))
     assert v.status is Status.PASSED, v.reason
     assert v.error.mean_abs < 3 * v.error.seed_mean_abs
+
+
+SINKS = Scenario(q_lens=(1, 1, 1), kv_lens=(40, 300, 2000), heads_q=8, heads_kv=2, regime="decode", sinks=True)
+
+
+def test_ignoring_sinks_fails_where_the_sinks_carry_mass():
+    """Sinks ~N(0, 1) (the default profile) against row LSEs of ~6-10: the 40-key row moves by a few tenths of a
+    percent up to several percent, far above the seed's bf16 rounding (its worst row is >10x the seed's)."""
+    cheat = PythonImpl(str(CORPUS / "ignores_sinks.py")).module.forward
+    v = _verdict(cheat, SINKS)
+    assert v.status is Status.MISMATCH, (v.reason, v.error)
+    assert v.error.row_max_mean_abs > 10 * v.error.seed_row_max_mean_abs
+    honest = PythonImpl(str(CORPUS.parents[1] / "torch_attention.py")).module.forward
+    assert _verdict(honest, SINKS).status is Status.PASSED
