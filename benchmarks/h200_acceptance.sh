@@ -9,6 +9,8 @@
 #   bash benchmarks/h200_acceptance.sh gates      # the seed against its own recorded run; a planted 5 % slowdown on paged KV
 #   bash benchmarks/h200_acceptance.sh baselines  # baselines vs the reference, the FA3 probe (after staging wheels)
 #   bash benchmarks/h200_acceptance.sh verify     # after staging: availability, the probe, the isolation tests
+#   bash benchmarks/h200_acceptance.sh budget [S]  # seed + installed baselines on suite S (hopper) under the current
+#        error budget; prints each implementation's worst error ratio to the emulated seed (benchmarks/budget_ratios.py)
 #   bash benchmarks/h200_acceptance.sh record S.. # the seed + every available baseline on suites S.., into baselines/h200/
 #        (TAG=flashinfer BASELINES=flashinfer-fa2,flashinfer-fa3: only those, into baselines/h200/S+flashinfer.json)
 #
@@ -116,6 +118,14 @@ case "${1:-}" in
       2>&1 | grep -v -i warn | tee "$out/probe.txt" | tail -22
     timeout 200 python3 -m pytest -q -m gpu --timeout 90 tests/ --ignore=tests/test_baselines_gpu.py -k "not calibrate" \
       2>&1 | tee "$out/gpu-tests.log" | tail -6 ;;
+  budget)
+    s="${2:-hopper}"; left=$((deadline - SECONDS - 30))
+    [ -f "/tmp/budget-$s/results.json" ] && resume=(--resume "/tmp/budget-$s") || resume=(--out "/tmp/budget-$s")
+    timeout -s INT -k 20 "$left" python3 -m solbench run "$seed" --suite "$s" --seed none --quick "${resume[@]}" \
+      > "$out/log-budget-$s.txt" 2>&1
+    echo "   exit $? (a stopped run resumes on the next call)"
+    cp "/tmp/budget-$s/results.json" "$out/budget-$s.json"
+    python3 benchmarks/budget_ratios.py "$out/budget-$s.json" | tee "$out/budget-ratios-$s.txt" ;;
   record)
     shift; record "$@" ;;
   *)

@@ -91,6 +91,20 @@ def test_mismatched_runs_cannot_be_compared(change):
         evaluate(new, base, Criteria())
 
 
+def test_runs_judged_under_different_error_budgets_cannot_be_compared():
+    """A recorded run judged under the legacy budget (no error_budget in its file) is no BASE for a run of today's."""
+    from dataclasses import replace
+
+    from solbench.core.model import LEGACY_ERROR_BUDGET, RunResult
+
+    base, new = syn.pair(n=2)
+    legacy = RunResult.from_dict({k: v for k, v in base.to_dict().items() if k != "error_budget"})
+    assert legacy.error_budget == LEGACY_ERROR_BUDGET != new.error_budget
+    with pytest.raises(Incomparable, match="error budget"):
+        evaluate(new, legacy, Criteria())
+    assert evaluate(replace(new, error_budget=LEGACY_ERROR_BUDGET), legacy, Criteria()).passed is True
+
+
 def test_policies_differing_only_in_sampling_effort_compare():
     base, _ = syn.pair(n=2, policy={"cold_l2": True, "warmup_ms": 100.0, "min_rounds": 4})
     _, new = syn.pair(n=2, policy={"cold_l2": True, "warmup_ms": 30.0, "min_rounds": 3})

@@ -300,7 +300,7 @@ def test_a_worker_that_cannot_load_is_a_load_failure_and_mid_run_costs_its_scena
 
     sc, rng = load_suite("smoke").scenarios[0], random.Random(0)
     copies = TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=rng)
-    status, reason, _ = _check(sc, worker, make_inputs(sc), copies, None, None, 60, seed_error=None, rng=rng)
+    status, reason, _ = _check(sc, worker, make_inputs(sc), copies, None, None, 60, rng=rng)
     assert status is Status.RUNTIME_ERROR and "import failed: ImportError" in reason and not worker.running
 
 
@@ -340,7 +340,7 @@ def test_prepare_waits_for_the_setup_allowance_and_the_check_does_not():
     sc = load_suite("smoke").scenarios[0]
     rng = random.Random(0)
     copies = TimedCopies.make(sc, 1, "cpu", b"", audited=True, rng=rng)
-    status, _, _ = _check(sc, worker, make_inputs(sc, 0), copies, None, None, 120.0, seed_error=None, rng=rng)
+    status, _, _ = _check(sc, worker, make_inputs(sc, 0), copies, None, None, 120.0, rng=rng)
     assert status.value == "timeout"
     assert worker.timeouts == {"prepare": 620.0, "check": 120.0}
 

@@ -29,7 +29,8 @@ WRONG = str(ROOT / "reference_kernels" / "torch_attention_wrong_window.py")
 COMMITTED = sorted([*ROOT.glob("reports/reference/*/*.json"), *ROOT.glob("baselines/h200/*.json")])
 
 
-ADDED_WITHIN_VERSION_1 = {"input_copies"}
+ADDED_WITHIN_VERSION_1 = {"input_copies", "seed_mean_abs", "row_max_mean_abs", "seed_row_max_mean_abs", "budget",
+                          "error_budget"}
 """Fields solbench.run/1 files written before them lack: optional in the schema, every other field required."""
 
 

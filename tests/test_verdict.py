@@ -1,9 +1,11 @@
 """Verdicts: each failure mode gets its own status, an honest rounding error passes."""
 
+import pytest
 import torch
 
 from solbench.core.tensors import fill_poison
-from solbench.core.model import ErrorStats, Status
+from solbench.core.model import Status
+from solbench.supervisor.budget import BUDGET_ID
 from solbench.supervisor.verdict import TOLERANCES, judge
 
 
@@ -50,14 +52,30 @@ def test_small_wrong_region_fails():
     assert v.status is Status.MISMATCH
 
 
-def test_seed_budget():
+def test_the_budget_needs_no_timed_seed_and_has_no_atol_floor():
+    """Noise of 0.0015 is within every element's tolerance (atol 1e-2) and under the old floor (atol / 10), but
+    ~10x the emulated seed's mean error: the budget alone fails it, and records the yardstick it used."""
     ref, lse = ref_pair()
+    ref = ref * 0.05  # attention outputs are averages of values: |out| ~ 0.05 on long rows
     noisy = ref + 0.0015 * torch.randn(ref.shape, generator=torch.Generator().manual_seed(1))
-    seed_error = ErrorStats(max_abs=1e-4, mean_abs=1e-5, frac_outside_tol=0, atol=0.01, rtol=0.02)
-    ok = judge(noisy, lse.clone(), ref, lse, "bf16")
-    assert ok.status is Status.PASSED
-    v = judge(noisy, lse.clone(), ref, lse, "bf16", seed_error=seed_error)
-    assert v.status is Status.MISMATCH and "seed" in v.reason
+    v = judge(noisy, lse.clone(), ref, lse, "bf16")
+    assert v.status is Status.MISMATCH and "seed" in v.reason and "budget" in v.reason
+    assert v.error.budget == BUDGET_ID and v.error.seed_mean_abs > 0
+    assert v.error.mean_abs > 3 * v.error.seed_mean_abs
+    rounded = judge(ref.to(torch.bfloat16), lse.clone(), ref, lse, "bf16")
+    assert rounded.status is Status.PASSED
+    assert rounded.error.mean_abs == pytest.approx(rounded.error.seed_mean_abs)
+
+
+def test_one_wrong_row_within_the_element_rule_fails_the_row_bound():
+    """One row off by 0.004 (inside atol 1e-2, a negligible share of the mean): only the worst-row
+    bound sees it."""
+    ref, lse = ref_pair()
+    ref = ref * 0.05
+    out = ref.clone()
+    out[3, 1, :] += 0.004
+    v = judge(out.to(torch.bfloat16), lse.clone(), ref, lse, "bf16")
+    assert v.status is Status.MISMATCH and "worst row" in v.reason, v.reason
 
 
 def test_lse_checked_and_neg_inf_rows():

@@ -13,6 +13,11 @@ from typing import Any
 from solbench.core.errors import ScenarioError
 
 SCHEMA = "solbench.run/1"
+ERROR_BUDGET = "seed-emulated/2"
+"""Id of the error budget this solbench judges under (the rule: solbench.supervisor.budget)."""
+LEGACY_ERROR_BUDGET = "seed-x8+atol/1"
+"""The budget of runs recorded before budgets had ids: mean |err| <= 8x (fp8: 50x) the timed seed's + atol / 10,
+and none at all when the run timed no seed."""
 
 
 class Status(str, enum.Enum):
@@ -58,7 +63,16 @@ class ErrorStats:
     nonfinite: int = 0
     """NaN or Inf output elements (and finite-vs-infinite LSE disagreements)."""
     seed_max_abs: float | None = None
-    """The seed kernel's max_abs on the same inputs, when the seed ran."""
+    """The seed kernel's max_abs on the same inputs: its emulation (the reference rounded to the output dtype,
+    solbench.supervisor.budget); before budget ids, the timed seed's, when the run timed one."""
+    seed_mean_abs: float | None = None
+    """The emulated seed's mean_abs on the same inputs: the yardstick of the budget's mean bound."""
+    row_max_mean_abs: float | None = None
+    """The worst row's mean |out - ref| (row: one query token x one query head)."""
+    seed_row_max_mean_abs: float | None = None
+    """The emulated seed's worst row: the yardstick of the budget's row bound."""
+    budget: str | None = None
+    """Id of the error budget this was judged under (solbench.supervisor.budget.BUDGET_ID)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +184,9 @@ class RunResult:
     """Scenarios in the suite (outcomes may be fewer while incomplete)."""
     schema: str = SCHEMA
     """Version of this file format."""
+    error_budget: str = ERROR_BUDGET
+    """Id of the error budget the verdicts were judged under; runs are compared and ranked only with runs of
+    the same budget (files without it: LEGACY_ERROR_BUDGET)."""
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -181,6 +198,7 @@ class RunResult:
         if d.get("schema") != SCHEMA:
             raise ScenarioError(f"unsupported results schema {d.get('schema')!r}; this solbench reads {SCHEMA!r}")
         d = dict(d)
+        d.setdefault("error_budget", LEGACY_ERROR_BUDGET)
         d["outcomes"] = tuple(Outcome.from_dict(o) for o in d.get("outcomes", ()))
         return cls(**d)
 

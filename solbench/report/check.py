@@ -148,12 +148,16 @@ def gpu_name(environment: dict) -> str | None:
 
 
 def ensure_comparable(results: RunResult, base: RunResult) -> None:
-    """Raise Incomparable unless both runs used the same suite version on the same arch and GPU, timed the
+    """Raise Incomparable unless both runs used the same suite version, were judged under the same error budget
+    (RunResult.error_budget), on the same arch and GPU, timed the
     same way (policy.MEASURING_FIELDS, where both recorded them)."""
     if (results.suite, results.suite_hash) != (base.suite, base.suite_hash):
         what = "another version of suite" if results.suite == base.suite else "suite"
         raise Incomparable(f"BASE {base.run_id} ran {what} {base.suite!r} (hash {base.suite_hash[:12]}), RESULTS "
                            f"{results.run_id} ran {results.suite!r} (hash {results.suite_hash[:12]}): not comparable")
+    if results.error_budget != base.error_budget:
+        raise Incomparable(f"BASE {base.run_id} was judged under error budget {base.error_budget!r}, RESULTS "
+                           f"{results.run_id} under {results.error_budget!r}: not comparable; rerun BASE with this solbench")
     if results.arch != base.arch:
         raise Incomparable(f"BASE ran on arch {base.arch!r}, RESULTS on {results.arch!r}: not comparable")
     ours, theirs = gpu_name(results.environment), gpu_name(base.environment)

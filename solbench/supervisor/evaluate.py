@@ -1,8 +1,8 @@
 """Evaluate one scenario: check every implementation against the fp32 reference, then time them
 interleaved in rounds under one TimingPolicy, and form the per-round ratios.
 
-The candidate is checked last (the seed's error is its yardstick); if it is wrong, nothing is timed (its
-score is 0 anyway). A comparator that is wrong or crashes is recorded under `Outcome.comparators` and
+The candidate is checked last; if it is wrong, nothing is timed (its score is 0 anyway). Every verdict's
+yardstick is the seed's emulated error (solbench.supervisor.budget), whether or not the run times the seed. A comparator that is wrong or crashes is recorded under `Outcome.comparators` and
 left out of timing: truth comes from the reference, never from a comparator. Every tensor lives in this
 process and is shared with the workers; the candidate's timed calls are checked here (solbench.supervisor.audit).
 """
@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import replace
 
-from solbench.core.model import ErrorStats, Measurement, Outcome, Status
+from solbench.core.model import Measurement, Outcome, Status
 from solbench.core.policy import TimingPolicy
 from solbench.core.scenario import Scenario
 from solbench.sandbox.worker import Worker, WorkerFailure
@@ -129,10 +129,9 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
                 pass  # a broken worker is restarted by its next request and holds nothing
     ref_out, ref_lse = reference(trial0)
     t = trace(f"{sc.id} reference", t)
-    errors: dict[str, ErrorStats] = {}
     comparators: dict[str, dict] = {}
     timed: dict[str, TimedCopies] = {}
-    # Comparators first, so the candidate's verdict can use the seed's error as a yardstick.
+    # Comparators first, then the candidate.
     for name in [n for n in workers if n != "candidate"] + ["candidate"]:
         if name in claims:
             ok, why = claims[name]
@@ -146,11 +145,8 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
         # The candidate gets copies of its own; trusted comparators share trial 0's input tensors.
         check_copy = clone_inputs(trial0) if audited else trial0.with_outputs()
         copies_for = TimedCopies.make(sc, copies, device, secret, audited, rng)
-        status, reason, error = _check(sc, workers[name], check_copy, copies_for, ref_out, ref_lse, timeout_s,
-                                       seed_error=errors.get("seed") if audited else None, rng=rng)
+        status, reason, error = _check(sc, workers[name], check_copy, copies_for, ref_out, ref_lse, timeout_s, rng=rng)
         del check_copy
-        if error is not None and status is Status.PASSED:  # a failed seed is no yardstick
-            errors[name] = error
         if audited:
             candidate = (status, reason, error)
         else:
@@ -161,7 +157,7 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
     return candidate, comparators, timed
 
 
-def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse, timeout_s, seed_error, rng):
+def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse, timeout_s, rng):
     """(status, reason, ErrorStats | None) for one implementation on trial 0, after a fresh prepare that
     binds its check copy and its timing copies."""
     from solbench.supervisor.inputs import input_fingerprint
@@ -181,8 +177,7 @@ def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse,
         touched = changed_inputs(before, input_fingerprint(check_copy, key))
         if touched:
             return Status.MISMATCH, f"the candidate modified its inputs in place: {', '.join(touched)}", None
-    verdict = judge(check_copy.out, check_copy.lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"],
-                    seed_error=seed_error)
+    verdict = judge(check_copy.out, check_copy.lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"])
     return verdict.status, verdict.reason, verdict.error
 
 

@@ -17,7 +17,7 @@ from solbench import __version__
 from solbench.core.errors import ConfigError
 from solbench.core.paths import KERNELS_DIR
 from solbench.sandbox.impls import ImplSpec, candidate_kind
-from solbench.core.model import Outcome, RunResult, Status
+from solbench.core.model import ERROR_BUDGET, Outcome, RunResult, Status
 from solbench.core.policy import TimingPolicy
 from solbench.supervisor.run_files import load_run
 
@@ -312,6 +312,7 @@ def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str,
     gpu = (environment.get("gpu") or {}).get("name")
     checks = {
         "suite version": (previous.suite_hash, suite_hash),
+        "error budget": (previous.error_budget, ERROR_BUDGET),
         "candidate source (sha256)": (previous.candidate.get("sha256"), candidate["sha256"]),
         "arch": (previous.arch, arch),
         "timing policy": (previous.policy, policy.to_dict()),

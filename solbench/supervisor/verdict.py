@@ -1,16 +1,18 @@
 """Correctness verdict: one implementation's output against the fp32 reference (and the seed's error).
 
 Checks, in order: unwritten (poison left), non-finite values, an all-zero output where the reference is
-not, element tolerance, the error budget relative to the seed, LSE. The first failing check decides the
-status; ErrorStats always carries every number so a report can say by how much.
+not, element tolerance, the error budget relative to the seed's emulated error (solbench.supervisor.budget:
+mean and worst row), LSE. The first failing check decides the status; ErrorStats always carries every number
+so a report can say by how much.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solbench.core.tensors import poisoned
 from solbench.core.model import ErrorStats, Status
+from solbench.core.tensors import poisoned
+from solbench.supervisor.budget import BUDGET_ID, over_budget, row_max_mean_abs, seed_yardstick
 
 
 @dataclass(frozen=True)
@@ -25,8 +27,6 @@ class Tolerance:
     """Fraction of elements allowed outside the rule (isolated rounding outliers)."""
     hard_factor: float = 5.0
     """No element may exceed hard_factor times its own tolerance."""
-    seed_budget: float = 8.0
-    """Mean |error| may be at most this many times the seed's mean |error| (plus atol / 10)."""
     lse_atol: float = 2e-2
     """Absolute LSE tolerance (natural log) on rows whose reference LSE is finite."""
 
@@ -35,7 +35,7 @@ class Tolerance:
 TOLERANCES = {
     "bf16": Tolerance(atol=1e-2, rtol=2e-2),
     "fp16": Tolerance(atol=5e-3, rtol=1e-2),
-    "fp8_e4m3": Tolerance(atol=3e-2, rtol=8e-2, seed_budget=50.0, lse_atol=5e-2),
+    "fp8_e4m3": Tolerance(atol=3e-2, rtol=8e-2, lse_atol=5e-2),
 }
 
 
@@ -48,12 +48,13 @@ class Verdict:
     error: ErrorStats
 
 
-def judge(out, lse, ref_out, ref_lse, dtype: str, writes_lse: bool = True,
-          seed_error: ErrorStats | None = None, tol: Tolerance | None = None) -> Verdict:
-    """Compare (out, lse) with the reference (fp32 tensors of the same shapes, same device)."""
+def judge(out, lse, ref_out, ref_lse, dtype: str, writes_lse: bool = True, tol: Tolerance | None = None) -> Verdict:
+    """Compare (out, lse) with the reference (fp32 tensors of the same shapes, same device), and the error with
+    the seed's emulated error on the same reference (the budget)."""
     import torch
 
     tol = tol or TOLERANCES[dtype]
+    seed = seed_yardstick(ref_out, "bf16" if dtype == "fp8_e4m3" else dtype)
     unwritten = int(poisoned(out).sum())
     if writes_lse:
         unwritten += int(poisoned(lse).sum())
@@ -75,9 +76,10 @@ def judge(out, lse, ref_out, ref_lse, dtype: str, writes_lse: bool = True,
         frac_outside_tol=float(outside.sum()) / numel,
         atol=tol.atol, rtol=tol.rtol, lse_max_abs=lse_err, unwritten=unwritten,
         nonfinite=max(0, nonfinite) + lse_bad,
-        seed_max_abs=seed_error.max_abs if seed_error else None,
+        seed_max_abs=seed.max_abs, seed_mean_abs=seed.mean_abs, row_max_mean_abs=row_max_mean_abs(clean),
+        seed_row_max_mean_abs=seed.row_max_mean_abs, budget=BUDGET_ID,
     )
-    return Verdict(*_decide(error, tol, bool(over_hard.any()), out32, ref_out, seed_error), error)
+    return Verdict(*_decide(error, tol, bool(over_hard.any()), out32, ref_out, dtype, seed), error)
 
 
 def _lse_error(lse, ref_lse):
@@ -97,7 +99,7 @@ def _lse_error(lse, ref_lse):
     return err, finiteness_wrong
 
 
-def _decide(e: ErrorStats, tol: Tolerance, any_over_hard: bool, out32, ref_out, seed_error):
+def _decide(e: ErrorStats, tol: Tolerance, any_over_hard: bool, out32, ref_out, dtype, seed):
     if e.unwritten:
         return Status.UNWRITTEN, f"{e.unwritten} output elements never written (poison left)"
     if e.nonfinite:
@@ -107,9 +109,8 @@ def _decide(e: ErrorStats, tol: Tolerance, any_over_hard: bool, out32, ref_out, 
     if e.frac_outside_tol > tol.max_outside_frac or any_over_hard:
         return Status.MISMATCH, (f"{e.frac_outside_tol:.3%} of elements outside atol={tol.atol:g} rtol={tol.rtol:g}; "
                                  f"max |err| {e.max_abs:.3g}")
-    if seed_error is not None and e.mean_abs > tol.seed_budget * seed_error.mean_abs + tol.atol / 10:
-        return Status.MISMATCH, (f"mean |err| {e.mean_abs:.3g} exceeds {tol.seed_budget:g}x the seed's "
-                                 f"{seed_error.mean_abs:.3g}")
+    if why := over_budget(dtype, e.mean_abs, e.row_max_mean_abs, seed):
+        return Status.MISMATCH, why
     if e.lse_max_abs is not None and e.lse_max_abs > tol.lse_atol:
         return Status.MISMATCH, f"LSE max |err| {e.lse_max_abs:.3g} > {tol.lse_atol:g}"
     return Status.PASSED, ""

@@ -1,0 +1,87 @@
+"""The error budget against numerical shortcuts, on a CPU: the planted cheats of reference_kernels/adversarial/python
+fail where they apply, judged directly (inputs, the fp32 reference, the verdict), while an honest kernel that rounds
+P to the input dtype before P V (what FA2/FA3 do) passes."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from solbench.core.model import Status  # noqa: E402
+from solbench.core.scenario import Scenario  # noqa: E402
+from solbench.sandbox.impls import PythonImpl  # noqa: E402
+from solbench.supervisor.inputs import clone_inputs, make_inputs  # noqa: E402
+from solbench.supervisor.reference import reference  # noqa: E402
+from solbench.supervisor.verdict import judge  # noqa: E402
+from tests.test_trust_cpu import CORPUS  # noqa: E402
+
+FP16 = [Scenario(q_lens=(256,), kv_lens=(256,), heads_q=4, heads_kv=2, dtype="fp16", causal=False),
+        Scenario(q_lens=(1, 1), kv_lens=(1024, 700), heads_q=4, heads_kv=1, dtype="fp16", regime="decode")]
+
+
+def _verdict(forward, sc):
+    inp = make_inputs(sc)
+    ref_out, ref_lse = reference(inp)
+    mine = clone_inputs(inp)
+    forward(mine)
+    return judge(mine.out, mine.lse, ref_out, ref_lse, sc.dtype)
+
+
+@pytest.mark.parametrize("sc", FP16, ids=lambda s: s.id)
+def test_fp16_accumulation_fails_the_budget_on_fp16(sc):
+    cheat = PythonImpl(str(CORPUS / "fp16_accumulation.py")).module.forward
+    v = _verdict(cheat, sc)
+    assert v.status is Status.MISMATCH and "seed" in v.reason, (v.reason, v.error)
+    assert v.error.frac_outside_tol == 0  # the element rule alone would have passed it
+
+
+@pytest.mark.parametrize("sc", FP16, ids=lambda s: s.id)
+def test_the_same_kernel_in_fp32_passes(sc):
+    """The cheat's honest path (fp32 sums) on the same scenarios and inputs: the budget is not tripped by the
+    kernel's structure, only by its fp16 sums."""
+    import dataclasses
+
+    cheat = PythonImpl(str(CORPUS / "fp16_accumulation.py")).module.forward
+    bf16 = dataclasses.replace(sc, dtype="bf16")
+    assert _verdict(cheat, bf16).status is Status.PASSED
+
+
+def _p_rounded(inp):
+    """An honest FA2/FA3-style kernel: fp32 scores and sums, P rounded to the input dtype before P V."""
+    sc = inp.scenario
+    group = sc.heads_q // sc.heads_kv
+    cu = inp.cu_seqlens_q.tolist()
+    for b in range(sc.batch):
+        s0, s1 = cu[b], cu[b + 1]
+        q = inp.sequence_q(b)
+        k, v = (t.repeat_interleave(group, dim=1) for t in inp.sequence_kv(b))
+        s = torch.einsum("nhd,khd->hnk", q, k) * sc.scale
+        m = s.amax(dim=-1, keepdim=True)
+        p = torch.exp(s - m)
+        l = p.sum(dim=-1)
+        o = torch.einsum("hnk,khd->hnd", p.to(inp.q.dtype).float(), v) / l[..., None]
+        inp.out[s0:s1] = o.permute(1, 0, 2).to(inp.out.dtype)
+        inp.lse[s0:s1] = (m.squeeze(-1) + torch.log(l)).permute(1, 0)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("sc", FP16, ids=lambda s: s.id)
+def test_an_honest_kernel_that_rounds_p_passes(sc, dtype):
+    import dataclasses
+
+    v = _verdict(_p_rounded, dataclasses.replace(sc, dtype=dtype))
+    assert v.status is Status.PASSED, v.reason
+    assert v.error.mean_abs < 3 * v.error.seed_mean_abs
+
+
+SINKS = Scenario(q_lens=(1, 1, 1), kv_lens=(40, 300, 2000), heads_q=8, heads_kv=2, regime="decode", sinks=True)
+
+
+def test_ignoring_sinks_fails_where_the_sinks_carry_mass():
+    """Sinks ~N(0, 1) (the default profile) against row LSEs of ~6-10: the 40-key row moves by a few tenths of a
+    percent up to several percent, far above the seed's bf16 rounding (its worst row is >10x the seed's)."""
+    cheat = PythonImpl(str(CORPUS / "ignores_sinks.py")).module.forward
+    v = _verdict(cheat, SINKS)
+    assert v.status is Status.MISMATCH, (v.reason, v.error)
+    assert v.error.row_max_mean_abs > 10 * v.error.seed_row_max_mean_abs
+    honest = PythonImpl(str(CORPUS.parents[1] / "torch_attention.py")).module.forward
+    assert _verdict(honest, SINKS).status is Status.PASSED
