@@ -13,7 +13,7 @@ from solbench.core.errors import ConfigError, MissingDependencyError
 from solbench.core.scenario import MaskSpec, Scenario
 from solbench.core.suites import load_suite
 
-NAMES = ("fa3", "fa4", "cudnn", "torch-cudnn", "flashinfer-fa2", "flashinfer-fa3", "sdpa-flash", "sdpa-efficient", "flex")
+NAMES = ("vllm-fa3", "fa4", "cudnn", "torch-cudnn", "flashinfer-fa2", "flashinfer-fa3", "sdpa-flash", "sdpa-efficient", "flex", "fa3-fwd")
 
 
 def sc(**kw):
@@ -28,30 +28,30 @@ MATRIX = {
     # sc() is GQA (8/2): torch's efficient backend has no GQA kernel, hence its absence from most rows.
     "bf16 causal ragged": (sc(), set(NAMES) - {"sdpa-efficient"}),
     "bf16 causal ragged, MHA": (sc(heads_kv=8), set(NAMES)),
-    "fp16 (fa3-fwd has none)": (sc(dtype="fp16"), set(NAMES) - {"fa3", "sdpa-efficient"}),
-    "sliding window": (sc(window_left=127), set(NAMES) - {"fa3", "sdpa-flash", "sdpa-efficient"}),
-    "softcap": (sc(softcap=30.0), {"fa3", "fa4", "flashinfer-fa2", "flashinfer-fa3", "flex"}),
+    "fp16 (fa3-fwd has none)": (sc(dtype="fp16"), set(NAMES) - {"fa3-fwd", "sdpa-efficient"}),
+    "sliding window": (sc(window_left=127), set(NAMES) - {"fa3-fwd", "sdpa-flash", "sdpa-efficient"}),
+    "softcap": (sc(softcap=30.0), {"fa3-fwd", "fa4", "flashinfer-fa2", "flashinfer-fa3", "flex"}),
     "sinks, contiguous": (sc(sinks=True), {"fa4", "cudnn", "flex"}),
     "sinks, paged": (sc(sinks=True, kv_layout="paged", page_size=16), {"fa4", "cudnn", "flashinfer-fa2", "flashinfer-fa3", "flex"}),
     # cuDNN 9.19 left output unwritten on every GQA decode of the real suite on the H200.
     "paged 16 decode": (sc(q_lens=(1, 1), kv_lens=(700, 33), regime="decode", kv_layout="paged", page_size=16),
-                        set(NAMES) - {"fa3", "cudnn", "sdpa-efficient"}),
+                        set(NAMES) - {"fa3-fwd", "cudnn", "sdpa-efficient"}),
     "paged 16 decode, MHA": (sc(q_lens=(1, 1), kv_lens=(700, 33), heads_kv=8, regime="decode", kv_layout="paged",
-                                page_size=16), set(NAMES) - {"fa3"}),
+                                page_size=16), set(NAMES) - {"fa3-fwd"}),
     # cuDNN 9.19 proposed no plan for decode with a sink on the H200 (hopper, MHA).
     "paged 16 decode, MHA, sinks": (sc(q_lens=(1, 1), kv_lens=(700, 33), heads_kv=8, regime="decode",
                                       kv_layout="paged", page_size=16, sinks=True),
                                    {"fa4", "flashinfer-fa2", "flashinfer-fa3", "flex"}),
     "chunked prefill (q < kv)": (sc(q_lens=(64, 32), kv_lens=(300, 32), regime="chunked_prefill"),
                                  set(NAMES) - {"sdpa-flash", "sdpa-efficient"}),
-    "fp8 per tensor": (sc(dtype="fp8_e4m3", descale="per_tensor"), {"fa3", "cudnn"}),
+    "fp8 per tensor": (sc(dtype="fp8_e4m3", descale="per_tensor"), {"fa3-fwd", "cudnn"}),
     "fp8 per tensor, sinks": (sc(dtype="fp8_e4m3", descale="per_tensor", sinks=True), set()),
-    "fp8 per head": (sc(dtype="fp8_e4m3", descale="per_head"), {"fa3"}),
+    "fp8 per head": (sc(dtype="fp8_e4m3", descale="per_head"), {"fa3-fwd"}),
     "custom mask": (sc(causal=False, mask=MaskSpec(0.25)), {"torch-cudnn", "flashinfer-fa2", "flex"}),
     "custom mask, MHA": (sc(causal=False, heads_kv=8, mask=MaskSpec(0.25)), {"torch-cudnn", "sdpa-efficient",
                                                                             "flashinfer-fa2", "flex"}),
-    "q > kv causal (empty rows)": (sc(q_lens=(64,), kv_lens=(40,)), {"fa3", "fa4", "flex"}),
-    "head dim 192/128": (sc(head_dim_qk=192, head_dim_v=128), {"fa3", "fa4", "cudnn", "torch-cudnn", "flashinfer-fa3",
+    "q > kv causal (empty rows)": (sc(q_lens=(64,), kv_lens=(40,)), {"fa3-fwd", "fa4", "flex"}),
+    "head dim 192/128": (sc(head_dim_qk=192, head_dim_v=128), {"fa3-fwd", "fa4", "cudnn", "torch-cudnn", "flashinfer-fa3",
                                                                "flex"}),
 }
 
@@ -68,7 +68,8 @@ def _assume_pinned_fa3(monkeypatch):
 def test_supports_matrix_h200(case):
     scenario, expected = MATRIX[case]
     claimed = {name for name in NAMES if claims(name, scenario, "h200").ok}
-    assert claimed == expected
+    vllm = set() if scenario.mask is not None else {"vllm-fa3"}  # vLLM's FA3 claims all but custom bitmasks here
+    assert claimed == expected | vllm
 
 
 def test_every_refusal_has_a_reason():
@@ -83,7 +84,7 @@ def test_every_refusal_has_a_reason():
 
 def test_arch_limits():
     s = sc()
-    assert not get_adapter_class("fa3").supports(s, "b200").ok
+    assert not get_adapter_class("fa3-fwd").supports(s, "b200").ok
     assert get_adapter_class("fa4").supports(s, "b200").ok
     assert get_adapter_class("fa4").supports(sc(dtype="fp8_e4m3", descale="per_head"), "b200").ok
     assert not get_adapter_class("flashinfer-fa3").supports(s, "rtx3080").ok
@@ -92,7 +93,7 @@ def test_arch_limits():
 
 
 def test_fa3_paged_claims_follow_the_tma_rule():
-    fa3 = get_adapter_class("fa3")
+    fa3 = get_adapter_class("fa3-fwd")
     long_causal = sc(q_lens=(1024, 512), kv_lens=(1024, 512), kv_layout="paged", page_size=128)
     assert fa3.supports(long_causal, "h200").ok
     reason = fa3.supports(sc(kv_layout="paged", page_size=64), "h200").reason
@@ -103,7 +104,7 @@ def test_fa3_full_build_claims_what_fa3_fwd_cannot(monkeypatch):
     from solbench.baselines import fa3
 
     monkeypatch.setattr(fa3, "build_flags", lambda: {})
-    cls = get_adapter_class("fa3")
+    cls = get_adapter_class("fa3-fwd")
     for s in (sc(dtype="fp16"), sc(window_left=127), sc(kv_layout="paged", page_size=16)):
         assert cls.supports(s, "h200").ok
 
@@ -131,30 +132,35 @@ def test_registry_names_and_classes():
 
 
 def test_unknown_baseline_lists_known_names():
-    with pytest.raises(ConfigError, match="unknown baseline.*nope.*known: fa3, fa4"):
+    with pytest.raises(ConfigError, match="unknown baseline.*nope.*known: vllm-fa3, fa4"):
         resolve_baselines(("nope",))
 
 
+def test_the_old_fa3_name_points_to_the_new_ones():
+    with pytest.raises(ConfigError, match="'fa3' is now 'fa3-fwd'.*vllm-fa3"):
+        resolve_baselines(("fa3",))
+
+
 def test_missing_explicit_baseline_names_the_extra(monkeypatch):
-    cls = get_adapter_class("fa3")
+    cls = get_adapter_class("fa3-fwd")
     monkeypatch.setattr(cls, "found_module", classmethod(lambda c: None))
     with pytest.raises(MissingDependencyError, match=r'pip install "solbench\[fa3\]"'):
-        resolve_baselines(("fa3",))
+        resolve_baselines(("fa3-fwd",))
     with pytest.raises(MissingDependencyError, match=r"solbench\[fa3\]"):
-        get_adapter("fa3", device="cuda")
+        get_adapter("fa3-fwd", device="cuda")
 
 
 def test_default_is_every_available_of_the_default_set(monkeypatch):
     """Flex compiles every shape (minutes over a suite): it is timed only when named."""
-    monkeypatch.setattr(AdapterBase, "found_module", classmethod(lambda c: "x" if c.name in ("flex", "fa3") else None))
+    monkeypatch.setattr(AdapterBase, "found_module", classmethod(lambda c: "x" if c.name in ("flex", "fa3-fwd") else None))
     monkeypatch.setattr(get_adapter_class("fa4"), "is_available", classmethod(lambda c: False))
-    assert resolve_baselines(None) == ("fa3",)
-    assert resolve_baselines(("flex", "fa3", "flex")) == ("flex", "fa3")
+    assert resolve_baselines(None) == ("fa3-fwd",)
+    assert resolve_baselines(("flex", "fa3-fwd", "flex")) == ("flex", "fa3-fwd")
 
 
 def test_a_library_name_stands_for_all_its_backends(monkeypatch):
     monkeypatch.setattr(AdapterBase, "found_module", classmethod(lambda c: "x"))
-    assert resolve_baselines(("fa3", "flashinfer", "sdpa")) == ("fa3", "flashinfer-fa2", "flashinfer-fa3",
+    assert resolve_baselines(("fa3-fwd", "flashinfer", "sdpa")) == ("fa3-fwd", "flashinfer-fa2", "flashinfer-fa3",
                                                                 "sdpa-flash", "sdpa-efficient")
     monkeypatch.setattr(AdapterBase, "found_module", classmethod(lambda c: None if c.package == "flashinfer" else "x"))
     with pytest.raises(MissingDependencyError, match=r"flashinfer-fa2: .*solbench\[flashinfer\]"):
@@ -184,7 +190,7 @@ def test_cli_with_nothing_installed(monkeypatch, capsys):
     for name in NAMES:
         assert name in out
     assert "not installed:" in out and 'pip install "solbench[' in out
-    assert "suite 'smoke' for h200 (--arch): 9/10 scenarios claimed by at least one baseline's rules" in out
+    assert "suite 'smoke' for h200 (--arch): 10/10 scenarios claimed by at least one baseline's rules" in out
 
 
 @pytest.mark.parametrize("gpu, says, recorded", [
@@ -221,5 +227,12 @@ def test_baselines_markdown_lists_each_suite_and_every_uncovered_group(capsys):
     rows = [line for line in out.splitlines() if line.startswith("| smoke |") or line.startswith("| hopper |")]
     assert len(rows) == 2
     uncovered = len(coverage("hopper", "h200").uncovered())
-    assert rows[1].endswith(f"| {uncovered} |") and uncovered > 0
+    assert rows[1].endswith(f"| {uncovered} |")
     assert sum(int(m) for m in re.findall(r"\*\*hopper\*\*, (\d+) scenario", out)) == uncovered
+    # every uncovered group is listed: with fa3-fwd alone most of hopper has no baseline
+    from solbench.baselines.coverage import markdown_summary
+
+    alone = coverage("hopper", "h200", ["fa3-fwd"])
+    text = markdown_summary([alone])
+    assert len(alone.uncovered()) > 0
+    assert sum(int(m) for m in re.findall(r"\*\*hopper\*\*, (\d+) scenario", text)) == len(alone.uncovered())

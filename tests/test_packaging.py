@@ -45,6 +45,11 @@ def test_every_declared_dependency_is_imported():
         assert re.search(rf"^\s*(import|from) {module}\b", sources, re.M), f"{requirement}: declared, never imported"
 
 
+NOT_YET_RECORDED = {"vllm"}
+"""Pinned distributions no recorded run has timed yet: vllm-fa3 is re-recorded on the H200 (issue 20).
+Once a recorded run names one, it must leave this set (the test below fails until it does)."""
+
+
 def test_baseline_extras_pin_the_builds_the_recorded_runs_timed():
     extras = PYPROJECT["project"]["optional-dependencies"]
     recorded: dict[str, set[str]] = {}
@@ -60,9 +65,12 @@ def test_baseline_extras_pin_the_builds_the_recorded_runs_timed():
         (requirement,) = extras[cls.package]
         dist, _, version = requirement.partition("==")
         assert version and dist in cls.distributions, f"extra {cls.package}: {requirement} is not a pin of {name}'s library"
-        assert recorded.get(dist) == {version}, f"{dist}: pinned {version}, the recorded runs timed {recorded.get(dist)}"
+        if dist in NOT_YET_RECORDED:
+            assert dist not in recorded, f"{dist} is recorded now: take it out of NOT_YET_RECORDED"
+        else:
+            assert recorded.get(dist) == {version}, f"{dist}: pinned {version}, the recorded runs timed {recorded.get(dist)}"
         pinned[cls.package] = requirement
-    assert sorted(pinned) == ["cudnn", "fa3", "fa4", "flashinfer"]
+    assert sorted(pinned) == ["cudnn", "fa3", "fa4", "flashinfer", "vllm"]
 
 
 @pytest.fixture(scope="module")

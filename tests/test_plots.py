@@ -144,7 +144,7 @@ def test_charts_draw_each_implementation_in_its_own_colour_whatever_else_is_draw
 def test_a_point_can_take_another_implementations_style(tmp_path):
     rows = [{**r, "impl": "fa3 (recorded 2026-01)", "style": "fa3"} for r in rows_for(4, ("fa3",))]
     colors = svg_colors(plots.roofline_chart(rows, load_arch("h200"), None, tmp_path / "roof.svg"))
-    assert colors == {"fa3 (recorded 2026-01)": plots.IMPL_STYLES["fa3"].color}
+    assert colors == {"fa3 (recorded 2026-01)": plots.IMPL_STYLES["fa3-fwd"].color}  # a recorded run's fa3 is fa3-fwd
 
 
 def test_sol_chart_lists_only_implementations_it_draws(tmp_path):

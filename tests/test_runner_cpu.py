@@ -122,14 +122,14 @@ def test_what_retry_errors_retries():
     assert not errored(Outcome(**base))
     assert errored(Outcome(**{**base, "status": Status.RUNTIME_ERROR, "reason": "candidate: worker died (signal SIGSEGV)"}))
     assert not errored(Outcome(**{**base, "status": Status.RUNTIME_ERROR, "reason": "candidate: RuntimeError: bug"}))
-    assert errored(Outcome(**base, comparators={"fa3": {"status": "timeout", "reason": "hung"}}))
-    assert errored(Outcome(**base, comparators={"fa3": {"status": "runtime_error",
+    assert errored(Outcome(**base, comparators={"fa3-fwd": {"status": "timeout", "reason": "hung"}}))
+    assert errored(Outcome(**base, comparators={"fa3-fwd": {"status": "runtime_error",
                                                         "reason": "fa3: OutOfMemoryError: CUDA out of memory"}}))
-    assert not errored(Outcome(**base, comparators={"fa3": {"status": "skipped", "reason": "no"}}))
+    assert not errored(Outcome(**base, comparators={"fa3-fwd": {"status": "skipped", "reason": "no"}}))
     # A comparator's failure of any kind is tried again: its adapter may have been fixed since.
     assert errored(Outcome(**base, comparators={"sdpa": {"status": "runtime_error", "reason": "No available kernel"}}))
     assert errored(Outcome(**base, comparators={"flex": {"status": "mismatch", "reason": "max err 0.5"}}))
-    assert not errored(Outcome(**base, comparators={"fa3": {"status": "passed", "reason": ""}}))
+    assert not errored(Outcome(**base, comparators={"fa3-fwd": {"status": "passed", "reason": ""}}))
 
 
 def test_an_interrupted_retry_keeps_the_outcomes_it_has_not_replaced(tmp_path, monkeypatch):
@@ -256,7 +256,7 @@ def _raising_module(tmp_path):
     return str(path)
 
 
-@pytest.mark.parametrize("name, kept", [("seed", True), ("fa3", True), ("candidate", False)])
+@pytest.mark.parametrize("name, kept", [("seed", True), ("fa3-fwd", True), ("candidate", False)])
 def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, kept):
     from solbench.sandbox.impls import ImplSpec
     from solbench.core.policy import QUICK
@@ -310,7 +310,7 @@ def test_compiling_baselines_get_a_setup_allowance_and_others_none():
 
     assert _setup_s(ImplSpec("flashinfer-fa3", "baseline", "flashinfer-fa3")) >= 300
     assert _setup_s(ImplSpec("flex", "baseline", "flex")) >= 300
-    assert _setup_s(ImplSpec("fa3", "baseline", "fa3")) == 0
+    assert _setup_s(ImplSpec("fa3-fwd", "baseline", "fa3-fwd")) == 0
     assert _setup_s(ImplSpec("candidate", "python", "x.py")) == 0
 
 
@@ -389,8 +389,8 @@ def test_rounds_alternate_order_so_a_position_bias_cancels_in_the_ratios():
     from solbench.supervisor.audit import TimedCopies
     from solbench.supervisor.evaluate import _time_interleaved, round_order
 
-    assert round_order(["candidate", "seed", "fa3"], 0) == ["candidate", "seed", "fa3"]
-    assert round_order(["candidate", "seed", "fa3"], 1) == ["fa3", "seed", "candidate"]
+    assert round_order(["candidate", "seed", "fa3-fwd"], 0) == ["candidate", "seed", "fa3-fwd"]
+    assert round_order(["candidate", "seed", "fa3-fwd"], 1) == ["fa3-fwd", "seed", "candidate"]
     calls = []
 
     class SameKernel:

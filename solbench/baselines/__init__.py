@@ -1,4 +1,4 @@
-"""Baseline adapters (FA3, FA4, cuDNN, FlashInfer, torch SDPA, FlexAttention): an explicit registry.
+"""Baseline adapters (FA3 as vLLM runs it and the fa3-fwd build, FA4, cuDNN, FlashInfer, torch SDPA, FlexAttention): an explicit registry.
 
 `resolve_baselines(None)` = every available one; an explicitly requested baseline that is missing is an
 error naming the extra to install, never a silent fallback. Nothing here imports a library: adapter
@@ -12,7 +12,7 @@ import importlib
 from solbench.core.errors import ConfigError, MissingDependencyError
 
 REGISTRY: dict[str, str] = {
-    "fa3": "solbench.baselines.fa3:Adapter",
+    "vllm-fa3": "solbench.baselines.vllm_fa3:Adapter",
     "fa4": "solbench.baselines.fa4:Adapter",
     "cudnn": "solbench.baselines.cudnn:Adapter",
     "torch-cudnn": "solbench.baselines.torch_cudnn:Adapter",
@@ -21,8 +21,24 @@ REGISTRY: dict[str, str] = {
     "sdpa-flash": "solbench.baselines.torch_sdpa:FlashAdapter",
     "sdpa-efficient": "solbench.baselines.torch_sdpa:EfficientAdapter",
     "flex": "solbench.baselines.flex:Adapter",
+    "fa3-fwd": "solbench.baselines.fa3:Adapter",
 }
 """name -> 'module:class' of the adapter, in report order."""
+
+RENAMED: dict[str, str] = {"fa3": "fa3-fwd"}
+"""Names that runs recorded before vllm-fa3 existed use -> the registry name of the same adapter today.
+Reports and leaderboards read old runs through `current_name`; a new run never writes these names."""
+
+
+def current_name(name: str) -> str:
+    """The registry name of a baseline named `name` in a run, old or new ('fa3' -> 'fa3-fwd')."""
+    return RENAMED.get(name, name)
+
+
+def _unknown(names) -> str:
+    renamed = [f"{n!r} is now {RENAMED[n]!r}" for n in names if n in RENAMED]
+    hint = f" ({'; '.join(renamed)}; vLLM's FA3 is 'vllm-fa3')" if renamed else ""
+    return f"unknown baseline(s) {', '.join(names)}{hint}; known: {', '.join(REGISTRY)}"
 
 
 def known() -> tuple[str, ...]:
@@ -31,7 +47,7 @@ def known() -> tuple[str, ...]:
 
 def get_adapter_class(name: str):
     if name not in REGISTRY:
-        raise ConfigError(f"unknown baseline {name!r}; known: {', '.join(REGISTRY)}")
+        raise ConfigError(_unknown([name]))
     module, cls = REGISTRY[name].split(":")
     return getattr(importlib.import_module(module), cls)
 
@@ -51,7 +67,7 @@ def get_adapter(name: str, device: str):
 
 
 GROUPS = {"flashinfer": ("flashinfer-fa2", "flashinfer-fa3"), "sdpa": ("sdpa-flash", "sdpa-efficient")}
-"""Names that stand for every backend of one library (`--baselines fa3,flashinfer`)."""
+"""Names that stand for every backend of one library (`--baselines vllm-fa3,flashinfer`)."""
 
 
 def resolve_baselines(requested: tuple[str, ...] | None) -> tuple[str, ...]:
@@ -63,8 +79,7 @@ def resolve_baselines(requested: tuple[str, ...] | None) -> tuple[str, ...]:
     requested = tuple(member for n in requested for member in GROUPS.get(n, (n,)))
     unknown = [n for n in requested if n not in REGISTRY]
     if unknown:
-        raise ConfigError(f"unknown baseline(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)} "
-                          f"(and {', '.join(GROUPS)} for all of a library's backends)")
+        raise ConfigError(f"{_unknown(unknown)} (and {', '.join(GROUPS)} for all of a library's backends)")
     missing = [n for n in requested if not get_adapter_class(n).is_available()]
     if missing:
         lines = "; ".join(f"{n}: {get_adapter_class(n).unavailable_reason()}" for n in missing)

@@ -1,4 +1,7 @@
-"""FA3 (FlashAttention-3, Hopper): upstream `flash_attn_interface` when installed, else `fa3_fwd`.
+"""`fa3-fwd`: FlashAttention-3 (Hopper) from upstream `flash_attn_interface` when installed, else `fa3_fwd`.
+
+Runs recorded before `vllm-fa3` (solbench.baselines.vllm_fa3, the FA3 of reports today) name this adapter
+`fa3` (solbench.baselines.RENAMED).
 
 The call is the library's C++ op (`torch.ops.flash_attn_3.fwd` / `torch.ops.fa3_fwd.fwd`, the op behind
 `flash_attn_varlen_func` / `flash_attn_with_kvcache`, as vLLM calls it) with `out=inputs.out`, so no
@@ -179,7 +182,7 @@ def scheduler_metadata(module, sc: Scenario, inputs, window):
 
 
 class Adapter(AdapterBase):
-    name = "fa3"
+    name = "fa3-fwd"
     package = "fa3"
     distributions = ("flash_attn_3", "flash-attn-3", "fa3-fwd")
     modules = ("flash_attn_interface", "fa3_fwd_interface")

@@ -21,14 +21,14 @@ import sys
 SCHEMA = "solbench.gpu.environment/1"
 
 DISTRIBUTIONS = (
-    "torch", "triton", "numpy", "fa3-fwd", "flash-attn", "flash-attn-4", "nvidia-cutlass-dsl",
+    "torch", "triton", "numpy", "vllm", "fa3-fwd", "flash-attn", "flash-attn-4", "nvidia-cutlass-dsl",
     "nvidia-cudnn-frontend", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "flashinfer-python", "flashinfer-cubin",
     "cupy", "cupy-cuda12x", "cupy-cuda13x", "cuda-python", "cuda-bindings", "nvidia-ml-py",
     "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime",
 )
 """Distributions whose versions are recorded (None when not installed)."""
 
-MODULES = ("flash_attn_interface", "flash_attn", "cudnn", "flashinfer", "triton", "cupy")
+MODULES = ("vllm", "flash_attn_interface", "flash_attn", "cudnn", "flashinfer", "triton", "cupy")
 """Top-level modules whose location is recorded (a baseline may come from a source build with no metadata)."""
 
 ENV_VARS = (
@@ -60,6 +60,10 @@ def collect(device: str, extra: dict | None = None) -> dict:
         "modules": {name: _module_origin(name) for name in MODULES},
         "env": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
     }
+    if manifest["libraries"]["vllm"] is None:  # a staged vLLM FA3 extension has no distribution metadata
+        from solbench.baselines.vllm_fa3 import staged_version
+
+        manifest["libraries"]["vllm"] = staged_version()
     manifest.update(_torch_info())
     if device.startswith("cuda"):
         manifest.update(_gpu_info(device))

@@ -6,7 +6,7 @@ dtype). They never measure. matplotlib is imported inside the functions and draw
 canvas directly, so no global backend is switched and no display is needed.
 
 Each implementation has one colour and marker (`impl_style`) on every chart, report and leaderboard
-board, whatever else is drawn beside it: fa3 is the same blue square everywhere.
+board, whatever else is drawn beside it: vllm-fa3 is the same blue square everywhere.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class ImplStyle:
 IMPL_STYLES = {
     "candidate": ImplStyle("#d62728", "*"),
     "seed": ImplStyle("#7f7f7f", "o"),
-    "fa3": ImplStyle("#1f77b4", "s"),
+    "vllm-fa3": ImplStyle("#1f77b4", "s"),
+    "fa3-fwd": ImplStyle("#aec7e8", "d"),
     "fa4": ImplStyle("#ff7f0e", "D"),
     "cudnn": ImplStyle("#2ca02c", "^"),
     "torch-cudnn": ImplStyle("#bcbd22", "v"),
@@ -52,8 +53,10 @@ OTHER_MARKERS = "dP8H"  # filled: an fp8 point is drawn hollow
 def impl_style(name: str) -> ImplStyle:
     """The fixed style of an implementation; any other name (a leaderboard entry) gets one chosen by a
     hash of the name, so it too looks the same on every board."""
-    if name in IMPL_STYLES:
-        return IMPL_STYLES[name]
+    from solbench.baselines import current_name
+
+    if current_name(name) in IMPL_STYLES:  # a recorded run's old 'fa3' is fa3-fwd
+        return IMPL_STYLES[current_name(name)]
     h = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
     return ImplStyle(OTHER_COLORS[h % len(OTHER_COLORS)], OTHER_MARKERS[h // len(OTHER_COLORS) % len(OTHER_MARKERS)])
 
