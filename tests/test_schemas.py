@@ -29,7 +29,7 @@ WRONG = str(ROOT / "reference_kernels" / "torch_attention_wrong_window.py")
 COMMITTED = sorted([*ROOT.glob("reports/reference/*/*.json"), *ROOT.glob("baselines/h200/*.json")])
 
 
-ADDED_WITHIN_VERSION_1 = {"input_copies"}
+ADDED_WITHIN_VERSION_1 = {"input_copies", "placement"}
 """Fields solbench.run/1 files written before them lack: optional in the schema, every other field required."""
 
 

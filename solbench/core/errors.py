@@ -44,3 +44,9 @@ class DeviceMismatchError(SolbenchError):
     """The requested arch is not the GPU present: built and bounded, but not timed."""
 
     exit_code = 7
+
+
+class NoGpuLeftError(DeviceMismatchError):
+    """No GPU of the run could take work: every agent (--gpus, --executor ray) died or none started."""
+
+    exit_code = 7
