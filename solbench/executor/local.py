@@ -15,7 +15,7 @@ import contextlib
 import multiprocessing
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from typing import Callable, Iterator
 
@@ -103,7 +103,7 @@ class LocalExecutor:
                  unit_deadline_s: float | None = None):
         """`target(conn, ctx, label)` is the agent process's body (tests pass one that dies on cue);
         `unit_deadline_s`: an agent silent for longer on one unit is taken for hung, with its GPU."""
-        self.ctx = ctx
+        self.ctx = replace(ctx, executor="local")
         self._secret = secret
         self.labels = list(labels)
         self._target = target
