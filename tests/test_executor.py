@@ -149,3 +149,25 @@ def test_ray_with_fake_gpus_gives_the_plain_runs_verdicts(tmp_path):
     doc = json.loads((spread / "results.json").read_text())
     assert doc["complete"] and {o["placement"]["executor"] for o in doc["outcomes"]} == {"ray"}
     assert doc["environment"]["executor"]["kind"] == "ray"
+
+
+def _placed(run, gpus):
+    from dataclasses import replace
+
+    return replace(run, outcomes=tuple(replace(o, placement={"executor": "local", "host": h, "device": "cuda",
+                                                             "gpu_uuid": u, "gpu_name": n, "sm_clock_max_mhz": c,
+                                                             "mem_clock_max_mhz": 3201})
+                                       for o, (h, u, n, c) in zip(run.outcomes, gpus)))
+
+
+def test_the_report_says_how_a_run_was_spread_and_flags_different_gpus():
+    from solbench.report.spread import spread_lines
+    from synthetic_runs import pair
+
+    run = pair(2)[0]
+    same = _placed(run, [("a", "GPU-1", "H200", 1980), ("a", "GPU-2", "H200", 1980)])
+    assert spread_lines(same)[0].startswith("spread over 2 GPUs on 1 host(s)") and len(spread_lines(same)) == 1
+    assert spread_lines(_placed(run, [("a", "GPU-1", "H200", 1980)] * 2)) == []
+    mixed = spread_lines(_placed(run, [("a", "GPU-1", "H200", 1980), ("b", "GPU-2", "H100", 1980)]))
+    assert "2 host(s)" in mixed[0] and "differ in model" in mixed[1]
+    assert "differ in clocks" in spread_lines(_placed(run, [("a", "GPU-1", "H200", 1980), ("a", "GPU-2", "H200", 1755)]))[1]
