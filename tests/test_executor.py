@@ -171,3 +171,17 @@ def test_the_report_says_how_a_run_was_spread_and_flags_different_gpus():
     mixed = spread_lines(_placed(run, [("a", "GPU-1", "H200", 1980), ("b", "GPU-2", "H100", 1980)]))
     assert "2 host(s)" in mixed[0] and "differ in model" in mixed[1]
     assert "differ in clocks" in spread_lines(_placed(run, [("a", "GPU-1", "H200", 1980), ("a", "GPU-2", "H200", 1755)]))[1]
+
+
+def test_only_the_candidate_gets_a_launcher_split(tmp_path):
+    """The cut benchmarks/trace_summary.py proposes: the comparators' launcher A/B, never read, is not taken."""
+    from dataclasses import replace
+
+    from solbench.supervisor.runner import RunConfig, run
+
+    result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=replace(QUICK, launcher_ab=True),
+                           out_dir=tmp_path, max_scenarios=1))
+    (outcome,) = result.outcomes
+    assert "launcher" in outcome.measurements["candidate"].telemetry
+    assert "launcher" not in outcome.measurements["seed"].telemetry
+    assert outcome.placement["executor"] == "inline" and outcome.placement["wall_s"] > 0
