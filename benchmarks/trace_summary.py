@@ -36,10 +36,19 @@ def main(paths: list[str]) -> int:
                 total[phase(m.group(1))] += float(m.group(2))
                 count[phase(m.group(1))] += 1
     traced = sum(v for k, v in total.items() if k != "timing")  # timing overlaps its parts
+    scenarios = max(count.get("reference", 0), 1)
     print(f"{'phase':<28}{'seconds':>10}{'share':>8}{'count':>7}")
     for name, secs in sorted(total.items(), key=lambda kv: -kv[1]):
         share = f"{100 * secs / traced:7.1f}%" if name != "timing" and traced else "       "
         print(f"{name:<28}{secs:10.1f}{share}{count[name]:7d}")
+    print(f"\nper scenario ({scenarios}): " + ", ".join(f"{k} {v / scenarios:.3f} s" for k, v in sorted(total.items(),
+                                                                                          key=lambda kv: -kv[1])))
+    split = total.get("launcher split", 0.0)
+    print(f"cut: the comparators' launcher split (recorded, never read; after the rounds, so no ratio moves): "
+          f"about {split / 2:.0f} s of {split:.0f} s with one comparator, more with baselines (done)")
+    warm = total.get("warm-up", 0.0)
+    print(f"to confirm on the H200: warmup_ms 100 -> 30 (the GPU is already warm from the previous scenario's "
+          f"rounds): about {warm * 0.6:.0f} s of {warm:.0f} s; the A/A figures must stay as recorded")
     return 0
 
 

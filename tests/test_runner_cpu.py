@@ -306,7 +306,7 @@ def test_a_worker_that_cannot_load_is_a_load_failure_and_mid_run_costs_its_scena
 
 def test_compiling_baselines_get_a_setup_allowance_and_others_none():
     from solbench.sandbox.impls import ImplSpec
-    from solbench.supervisor.runner import _setup_s
+    from solbench.executor.units import setup_s as _setup_s
 
     assert _setup_s(ImplSpec("flashinfer-fa3", "baseline", "flashinfer-fa3")) >= 300
     assert _setup_s(ImplSpec("flex", "baseline", "flex")) >= 300

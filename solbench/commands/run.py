@@ -24,6 +24,8 @@ solbench run reference_kernels/torch_attention.py --suite smoke --device cpu --q
 solbench run kernel.cu --arch b200 --suite blackwell    # elsewhere: build and bound only, exit 7
 solbench run kernel.cu --baselines fa3,flashinfer --filter decode --json   # one JSON object on stdout
 solbench run kernel.cu --resume reports/RUN --retry-errors   # finish an interrupted run
+solbench run kernel.cu --suite hopper --gpus all          # every GPU here, one scenario per GPU at a time
+solbench run kernel.cu --executor ray --ray-address auto   # a Ray cluster, one GPU per scenario
 """
 
 
@@ -69,6 +71,7 @@ def run(args) -> int:
         policy=policy_value(args.quick, args.policy), out_dir=args.out, timeout_s=args.timeout,
         resume=args.resume, retry_errors=args.retry_errors, filter=args.filter, max_scenarios=args.max_scenarios,
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib),
+        gpus=args.gpus, executor=args.executor, ray_address=args.ray_address, workers=args.workers,
     )
 
     with RunProgress() as progress:

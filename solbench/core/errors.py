@@ -50,3 +50,9 @@ class UnknownGPUError(SolbenchError):
     """The GPU present has no spec file (roofline/<arch>.toml): its scenarios cannot be bounded."""
 
     exit_code = 8
+
+
+class NoGpuLeftError(DeviceMismatchError):
+    """No GPU of the run could take work: every agent (--gpus, --executor ray) died or none started."""
+
+    exit_code = 7

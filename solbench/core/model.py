@@ -133,6 +133,9 @@ class Outcome:
     input_copies: int | None = None
     """Rotated input copies each implementation was timed on: the policy's rotate_inputs, fewer where
     they would not all fit in device memory (solbench.supervisor.evaluate.input_copies); None when nothing was timed."""
+    placement: dict | None = None
+    """Where the unit ran: host, GPU UUID, name and ordinal, clocks (MHz), wall seconds, attempt
+    (solbench.executor.placement.Placement); None in runs recorded before it was kept."""
 
     def __post_init__(self):
         object.__setattr__(self, "status", Status(self.status))

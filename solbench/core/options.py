@@ -61,7 +61,16 @@ TIMEOUT = Option("timeout", "per-scenario timeout in seconds", default=120.0, ty
 MAX_SCENARIOS = Option("max-scenarios", "evaluate only the first N scenarios of the suite (N >= 1)", type=positive_int)
 FILTER = Option("filter", "only scenarios whose id contains this substring")
 
-RUN_OPTIONS = (SUITE, ARCH, DEVICE, BASELINES, SEED, TIMEOUT, MAX_SCENARIOS, FILTER)
+GPUS = Option("gpus", "spread the run over this machine's GPUs: 'all' or ordinals such as 0,1,3, one worker set "
+              "per GPU, each scenario whole on one GPU (default: one GPU, the plain run)")
+EXECUTOR = Option("executor", "where units run: local (this machine) or ray (a Ray cluster; pip install "
+                  "\"solbench[ray]\")", default="local", choices=("local", "ray"))
+RAY_ADDRESS = Option("ray-address", "with --executor ray: an existing cluster's address (default: start a local one)")
+WORKERS = Option("workers", "with --executor ray: scenarios in flight at once (default: the cluster's GPUs; a local "
+                 "cluster on a CPU gets that many fake GPUs)", type=positive_int)
+SCALE_OPTIONS = (GPUS, EXECUTOR, RAY_ADDRESS, WORKERS)
+
+RUN_OPTIONS = (SUITE, ARCH, DEVICE, BASELINES, SEED, TIMEOUT, MAX_SCENARIOS, FILTER) + SCALE_OPTIONS
 WIDE = Option("wide", "print tables whole, one line per row (default: fit 120 columns: ids wrapped, some "
               "columns left out)", default=False, action="store_true")
 

@@ -71,7 +71,8 @@ def run_config(config, candidate: str, **overrides):
     fields = dict(candidate=str(candidate), suite=opt("suite"), arch=opt("arch"), device=opt("device"),
                   baselines=baselines_value(opt("baselines")), seed=seed_value(opt("seed")),
                   policy=policy_value(opt("quick"), opt("policy")), timeout_s=opt("timeout"),
-                  filter=opt("filter"), max_scenarios=opt("max-scenarios"))
+                  filter=opt("filter"), max_scenarios=opt("max-scenarios"), gpus=opt("gpus"),
+                  executor=opt("executor"), ray_address=opt("ray-address"), workers=opt("workers"))
     fields.update(overrides)
     return RunConfig(**fields)
 

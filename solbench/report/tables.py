@@ -150,7 +150,9 @@ def comparator_failures(result: RunResult) -> list[tuple[str, str, dict]]:
 def render_summary(result: RunResult) -> str:
     """A few lines: counts, score per comparator, which scenarios failed and why, comparator failures, and
     how many scenarios each comparator does not support."""
-    lines = summary_head(result)
+    from solbench.report.spread import spread_lines
+
+    lines = summary_head(result) + spread_lines(result)
     for o in result.outcomes:
         if o.status is not Status.PASSED:
             lines.append(f"FAILED {o.scenario_id}: {o.status.value}: {o.reason}")

@@ -58,6 +58,14 @@ class RunConfig:
     """Extra nvcc flags for a .cu candidate."""
     allow_libs: tuple[str, ...] = ()
     """Forbidden libraries to allow in the candidate's binary."""
+    gpus: str | None = None
+    """'all' or GPU ordinals '0,1,3': one agent and worker set per GPU (solbench.executor.local); None = plain run."""
+    executor: str = "local"
+    """'local' (this machine) or 'ray' (a Ray cluster; solbench.executor.ray_executor)."""
+    ray_address: str | None = None
+    """With executor 'ray': an existing cluster's address; None starts a local one."""
+    workers: int | None = None
+    """With executor 'ray': units in flight at once (default: the cluster's GPUs)."""
 
     def __post_init__(self):
         if not self.timeout_s > 0:  # (max_scenarios is checked where it is applied, Suite.select)
@@ -194,12 +202,10 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
     each scenario of this invocation (index counts those finished so far) and `on_outcome(outcome)` after."""
     import secrets
 
-    from solbench.supervisor.processes import Reaper
+    from solbench.executor import UnitContext, make_executor, unit_order
     from solbench.gpu.environment import collect
-    from solbench.supervisor.evaluate import evaluate
-    from solbench.core.roofline import bounds_for, profile_provenance
+    from solbench.core.roofline import profile_provenance
     from solbench.core.suites import load_suite
-    from solbench.sandbox.worker import Worker
 
     device = resolve_device(config.device)
     arch = config.arch or (gpu_arch() if device == "cuda" else "cpu")
@@ -232,35 +238,33 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
     )
     record = RecordKeeper(folder)
     secret = secrets.token_bytes(16)  # the inputs' contents: known to this process alone, never written down
-    reaper = Reaper()
-    bound_fn = bounds_for(arch)
     folder.mkdir(parents=True, exist_ok=True)
-    workers = {n: Worker(s, device, policy, folder / f"worker-{n}.log", setup_s=_setup_s(s)) for n, s in specs.items()}
-    supports = _baseline_claims(specs, arch)
+    ctx = UnitContext(specs, device, policy, config.timeout_s, arch, folder.name, str(folder))
+    # Each unit's agent holds its workers, on its GPU (solbench.executor); the record stays here.
+    executor = make_executor(ctx, secret, config.executor, config.gpus, config.ray_address, config.workers)
     # Scenarios never run first, then those retried: a retry replaces its outcome only once it is done,
     # so an interrupted retry loses nothing.
     todo = [s for s in scenarios if s.id not in kept]
     if config.retry_errors:
         todo += [s for s in scenarios if s.id in kept and errored(kept[s.id])]
+    parallel = config.gpus is not None or config.executor != "local"
     try:
         if todo:
-            _load_candidate_and_seed(workers, config.timeout_s)
+            executor.start()
         record.write(result, "start")
-        for index, sc in enumerate(todo):
-            if on_start:
-                on_start(sc.id, index, len(todo))
-            outcome = evaluate(sc, workers, policy, device, config.timeout_s, bound_fn, supports, secret)
-            reaper.sweep({w.pid for w in workers.values() if w.pid})
-            kept[sc.id] = outcome
+        for outcome in executor.outcomes(unit_order(todo, ctx, parallel), on_start):
+            kept[outcome.scenario_id] = outcome
             result = replace(result, outcomes=tuple(kept[s.id] for s in scenarios if s.id in kept))
-            record.write(result, sc.id)
+            record.write(result, outcome.scenario_id)
             if on_outcome:
                 on_outcome(outcome)
-        result = replace(result, complete=True)
+        result = replace(result, complete=not executor.unfinished)
     finally:
-        for w in workers.values():
-            w.stop()
-        reaper.sweep()  # nothing the workers started is left to touch the record below
+        executor.close()  # every agent stopped its workers and swept what they left: nothing can touch the record
+    if parallel:
+        result = replace(result, environment={**result.environment, "executor": {
+            "kind": config.executor, "gpus": config.gpus, "ray_address": config.ray_address,
+            "workers": config.workers, "events": list(executor.events), "unfinished": list(executor.unfinished)}})
     if record.overwritten:  # someone else wrote the file mid-run; what is written now is the supervisor's
         result = replace(result, environment={**result.environment, "record_overwritten_at": record.overwritten})
     record.write(result, "end")
@@ -272,24 +276,7 @@ def record_digest(folder: Path) -> str:
     return _file_sha256(Path(folder) / "results.json")
 
 
-def _load_candidate_and_seed(workers: dict, timeout_s: float) -> None:
-    """Start the candidate's and the seed's workers before the first scenario: one that cannot be loaded (an
-    import error, a missing symbol, a crash or hang while loading) ends the run as a LoadError, not as one
-    runtime error per scenario. Baseline libraries start at their first scenario, as any comparator's
-    failure costs only its own records."""
-    from solbench.core.errors import LoadError
-    from solbench.sandbox.worker import WorkerFailure
-
-    for name, worker in workers.items():
-        if name != "candidate" and worker.spec.kind == "baseline":
-            continue
-        try:
-            worker.start(timeout_s)
-        except WorkerFailure as exc:
-            raise LoadError(f"{exc}; see {worker.log_path}" if exc.kind != "load" else str(exc)) from None
-
-
-MACHINE_ERRORS = ("OutOfMemoryError", "out of memory", "worker died", "no answer to")
+MACHINE_ERRORS = ("OutOfMemoryError", "out of memory", "worker died", "no answer to", "agent died")
 """Words of a runtime_error or timeout reason that the machine, not the implementation, may have caused."""
 
 
@@ -325,28 +312,6 @@ def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str,
         if before != now:
             raise ConfigError(f"--resume {config.resume}: the {what} differs from the interrupted run's; "
                               "start a new run instead")
-
-
-def _setup_s(spec: ImplSpec) -> float:
-    """A baseline's allowance for compiling a new configuration (0 for .cu and Python implementations)."""
-    if spec.kind != "baseline":
-        return 0.0
-    from solbench.baselines import get_adapter_class
-
-    return float(get_adapter_class(spec.path).setup_s)
-
-
-def _baseline_claims(specs: dict[str, ImplSpec], arch: str) -> dict:
-    """Per baseline, scenario -> (ok, reason): a pair it does not claim is skipped, never run."""
-    from solbench.baselines import claims
-
-    def claim_for(name):
-        def claim(sc):
-            support = claims(name, sc, arch)
-            return support.ok, support.reason
-        return claim
-
-    return {n: claim_for(s.path) for n, s in specs.items() if s.kind == "baseline"}
 
 
 def _sha256(path: str) -> str:

@@ -1,0 +1,153 @@
+"""The unit of work, and the supervisor-side agent that evaluates it on one GPU.
+
+A unit is one scenario with all its implementations (candidate, seed, baselines) on one GPU, interleaved
+by `solbench.supervisor.evaluate.evaluate` exactly as a plain run does: an A/B pair never spans two GPUs
+(same-model GPUs differ by several percent). The `Agent` is supervisor code: it owns the unit's inputs,
+reference and verdict, and starts the workers; it never imports a candidate. A plain run has one, in the
+`solbench` process itself; `--gpus` starts one per GPU as a child process (solbench.executor.local); a Ray
+task is one (solbench.executor.ray_unit).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from solbench.core.model import Outcome, Status
+from solbench.core.policy import TimingPolicy
+from solbench.core.scenario import Scenario
+from solbench.sandbox.impls import ImplSpec
+
+
+@dataclass(frozen=True)
+class UnitContext:
+    """What every unit of a run shares; a small picklable value that crosses to agents."""
+
+    specs: dict[str, ImplSpec]
+    """Implementations by result name, candidate first (built .so or module file, or baseline name)."""
+    device: str
+    """'cuda' or 'cpu'."""
+    policy: TimingPolicy
+    """The run's timing policy."""
+    timeout_s: float
+    """Per request to a worker."""
+    arch: str
+    """The run's arch (bounds)."""
+    run_id: str
+    """The run's id (part of each unit's key)."""
+    log_dir: str
+    """Folder of the worker logs."""
+    executor: str = "inline"
+    """Which executor the agents belong to (recorded in each placement)."""
+
+
+def make_workers(ctx: UnitContext, log_tag: str = "") -> dict:
+    """One worker per implementation, in ctx.specs order. The only place worker objects are made: a worker
+    class with the same start / request / stop / pid / running interface (a native runner for .cu
+    candidates) slots in here."""
+    from solbench.sandbox.worker import Worker
+
+    folder = Path(ctx.log_dir)
+    return {n: Worker(s, ctx.device, ctx.policy, folder / f"worker-{n}{log_tag}.log", setup_s=setup_s(s))
+            for n, s in ctx.specs.items()}
+
+
+def setup_s(spec: ImplSpec) -> float:
+    """A baseline's allowance for compiling a new configuration (0 for .cu and Python implementations)."""
+    if spec.kind != "baseline":
+        return 0.0
+    from solbench.baselines import get_adapter_class
+
+    return float(get_adapter_class(spec.path).setup_s)
+
+
+def baseline_claims(specs: dict[str, ImplSpec], arch: str) -> dict:
+    """Per baseline, scenario -> (ok, reason): a pair it does not claim is skipped, never run."""
+    from solbench.baselines import claims
+
+    def claim_for(name):
+        def claim(sc):
+            support = claims(name, sc, arch)
+            return support.ok, support.reason
+        return claim
+
+    return {n: claim_for(s.path) for n, s in specs.items() if s.kind == "baseline"}
+
+
+def bounds_here(arch: str, gpu_uuid: str | None):
+    """(scenario -> Bound, profile provenance) for this GPU: its own calibrated profile
+    (`<arch>@<uuid>.toml` beside `<arch>.toml` in the measured folder) when one exists, else the arch's."""
+    from solbench.core.archspec import known_arches, load_arch, load_profile, measured_dir
+    from solbench.core.roofline import bound, bounds_for, profile_provenance
+
+    own = measured_dir() / f"{arch.lower()}@{gpu_uuid}.toml" if gpu_uuid else None
+    if arch not in known_arches() or own is None or not own.exists():
+        provenance = profile_provenance(arch)
+        return bounds_for(arch), provenance
+    spec, profile = load_arch(arch), load_profile(own)
+
+    def bound_or_none(sc):
+        return bound(sc, spec, profile) if spec.supports(sc.dtype) else None
+
+    return bound_or_none, {"gpu": profile.gpu, "date": profile.date, "path": own.name}
+
+
+class Agent:
+    """Evaluates units on the GPU of the process it lives in, with one worker per implementation, kept
+    from unit to unit (a baseline's compiled kernels stay warm) and restarted after any failure."""
+
+    def __init__(self, ctx: UnitContext, log_tag: str = ""):
+        from solbench.executor.placement import here
+        from solbench.supervisor.processes import Reaper
+
+        self.ctx = ctx
+        self.reaper = Reaper()  # before any worker starts: every later child that is not a worker is an orphan
+        self.workers = make_workers(ctx, log_tag)
+        self.supports = baseline_claims(ctx.specs, ctx.arch)
+        uuid = here(ctx.executor, ctx.device).gpu_uuid
+        self.bound_fn, self.profile = bounds_here(ctx.arch, uuid)
+
+    def load(self) -> None:
+        """Start the candidate's and the seed's workers: LoadError when one cannot be loaded, before any
+        scenario runs. Baseline libraries start at their first scenario (a failure costs only their records)."""
+        from solbench.core.errors import LoadError
+        from solbench.sandbox.worker import WorkerFailure
+
+        for name, worker in self.workers.items():
+            if name != "candidate" and worker.spec.kind == "baseline":
+                continue
+            try:
+                worker.start(self.ctx.timeout_s)
+            except WorkerFailure as exc:
+                raise LoadError(f"{exc}; see {worker.log_path}" if exc.kind != "load" else str(exc)) from None
+
+    def evaluate(self, sc: Scenario, key: bytes, attempt: int = 1) -> Outcome:
+        """The scenario's Outcome, with where it ran (Outcome.placement); inputs drawn from `key`."""
+        from solbench.executor.placement import here
+        from solbench.supervisor.evaluate import evaluate
+
+        placement = here(self.ctx.executor, self.ctx.device, self.profile)
+        started = time.perf_counter()
+        outcome = evaluate(sc, self.workers, self.ctx.policy, self.ctx.device, self.ctx.timeout_s, self.bound_fn,
+                           self.supports, key)
+        self.reaper.sweep({w.pid for w in self.workers.values() if w.pid})
+        placement = replace(placement, wall_s=time.perf_counter() - started, attempt=attempt)
+        return replace(outcome, placement=placement.to_dict())
+
+    def close(self) -> None:
+        """Stop every worker, then end whatever they left behind."""
+        for worker in self.workers.values():
+            worker.stop()
+        self.reaper.sweep()
+
+
+def lost_outcome(sc: Scenario, why: str) -> Outcome:
+    """The record of a unit that no agent could finish (its GPUs died under it): a machine error, which
+    `--retry-errors` evaluates again."""
+    return Outcome(scenario_id=sc.id, scenario=sc.to_dict(), status=Status.RUNTIME_ERROR, reason=why)
+
+
+def tampered_outcome(sc: Scenario, why: str) -> Outcome:
+    """The record of a unit whose outcome came back altered (solbench.executor.keys.SealError)."""
+    return Outcome(scenario_id=sc.id, scenario=sc.to_dict(), status=Status.TAMPERED, reason=why)

@@ -1,0 +1,189 @@
+"""The executor layer on a CPU: dealing order, keys and seals, artefacts, a GPU agent that dies mid-run,
+and a local Ray cluster with fake GPUs giving the plain run's verdicts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from solbench.core.errors import ConfigError
+from solbench.core.policy import QUICK
+from solbench.core.suites import load_suite
+from solbench.executor import plan, unit_order
+from solbench.executor.artefacts import ArtefactError, pack, unpack
+from solbench.executor.keys import SealError, seal, unit_key, unseal
+from solbench.executor.units import UnitContext
+from solbench.core.paths import KERNELS_DIR
+from solbench.sandbox.impls import ImplSpec
+
+GOOD = str(KERNELS_DIR / "torch_attention.py")
+
+
+def _ctx(tmp_path, arch="h200"):
+    specs = {"candidate": ImplSpec("candidate", "python", GOOD, "torch_attention.py"),
+             "seed": ImplSpec("seed", "python", GOOD, "torch_attention.py")}
+    return UnitContext(specs, "cpu", QUICK, 60.0, arch, "run", str(tmp_path))
+
+
+def test_longest_first_is_deterministic_and_ordered_by_estimate(tmp_path):
+    scenarios = list(load_suite("hopper").scenarios)
+    first = unit_order(scenarios, _ctx(tmp_path), parallel=True)
+    assert sorted(s.id for s in first) == sorted(s.id for s in scenarios) and first != scenarios
+    assert [s.id for s in first] == [s.id for s in unit_order(scenarios, _ctx(tmp_path), parallel=True)]
+    assert unit_order(scenarios, _ctx(tmp_path), parallel=False) == scenarios  # the plain run keeps suite order
+    costs = {s.id: i for i, s in enumerate(scenarios)}
+    order = plan.longest_first(scenarios, costs)
+    assert [costs[s.id] for s in order] == sorted(costs.values(), reverse=True)
+
+
+def test_equal_costs_keep_suite_order():
+    scenarios = list(load_suite("smoke").scenarios)
+    assert plan.longest_first(scenarios, {s.id: 1.0 for s in scenarios}) == scenarios
+
+
+def test_dealing_longest_first_balances_the_gpus():
+    scenarios = list(load_suite("smoke").scenarios)
+    costs = {s.id: float(c) for s, c in zip(scenarios, (9, 1, 1, 1, 1, 1, 1, 1, 1, 1))}
+    shares = plan.deal(scenarios, costs, 2)
+    assert shares[0] == [scenarios[0].id] and len(shares[1]) == 9  # the long one alone, the rest beside it
+    ordered = [costs[s.id] for s in plan.longest_first(scenarios, costs)]
+    assert plan.makespan_s(ordered, 2) == 9.0 and plan.makespan_s(ordered, 1) == 18.0
+    assert plan.makespan_s(list(reversed(ordered)), 2) > 9.0  # dealing the long one last leaves a tail
+
+
+@pytest.mark.parametrize("raw, visible, expected", [(None, 2, None), ("all", 3, (0, 1, 2)), ("0,2", 3, (0, 2))])
+def test_gpus_option(raw, visible, expected):
+    assert plan.parse_gpus(raw, visible) == expected
+
+
+@pytest.mark.parametrize("raw, visible, words", [("all", 0, "no CUDA GPU"), ("0,0", 2, "twice"), ("3", 2, "no GPU 3"),
+                                                 ("a,b", 2, "expected 'all'")])
+def test_bad_gpus_option_is_one_line(raw, visible, words):
+    with pytest.raises(ConfigError, match=words):
+        plan.parse_gpus(raw, visible)
+
+
+def test_unit_keys_differ_per_scenario_and_attempt():
+    keys = {unit_key(b"s" * 16, "run", sid, attempt) for sid in ("a", "b") for attempt in (1, 2)}
+    assert len(keys) == 4 and unit_key(b"s" * 16, "run", "a", 1) == unit_key(b"s" * 16, "run", "a", 1)
+
+
+def test_an_outcome_altered_after_its_seal_is_refused():
+    key = unit_key(b"k" * 16, "run", "a", 1)
+    doc = {"status": "mismatch", "reason": "wrong"}
+    assert unseal(doc, seal(doc, key), key, "a") == doc
+    with pytest.raises(SealError, match="altered"):
+        unseal({**doc, "status": "passed"}, seal(doc, key), key, "a")  # a forger without the key
+    with pytest.raises(SealError):
+        unseal(doc, seal(doc, b"x" * 16), key, "a")
+
+
+def test_artefacts_travel_by_content_and_are_checked(tmp_path):
+    packed = pack(_ctx(tmp_path).specs | {"fa3": ImplSpec("fa3", "baseline", "fa3", "fa3")})
+    specs = unpack(packed, str(tmp_path / "there"))
+    assert specs["fa3"].path == "fa3" and specs["candidate"].path.startswith(str(tmp_path / "there"))
+    assert open(specs["candidate"].path, "rb").read() == open(GOOD, "rb").read()
+    from dataclasses import replace
+
+    packed["candidate"] = replace(packed["candidate"], data=packed["candidate"].data + b"\nimport os")
+    with pytest.raises(ArtefactError, match="candidate"):
+        unpack(packed, str(tmp_path / "again"))
+
+
+def test_an_agent_that_dies_costs_its_gpu_and_its_unit_is_dealt_again(tmp_path, monkeypatch):
+    """Two 'GPUs' (labels 0 and 1, on the CPU); the agent of 1 dies on the first scenario it is sent: that
+    scenario is evaluated on 0 under a new key, and every scenario ends with an outcome."""
+    from executor_fakes import DIE_ON, dying_agent
+    from solbench.executor.local import LocalExecutor
+
+    scenarios = list(load_suite("smoke").scenarios)[:3]
+    monkeypatch.setenv(DIE_ON, f"1:{scenarios[1].id}")
+    executor = LocalExecutor(_ctx(tmp_path, arch="cpu"), b"s" * 16, ["0", "1"], target=dying_agent)
+    try:
+        executor.start()
+        outcomes = {o.scenario_id: o for o in executor.outcomes(scenarios)}
+    finally:
+        executor.close()
+    assert set(outcomes) == {s.id for s in scenarios} and not executor.unfinished
+    # (hidden_work: the supervisor's clock check on a loaded shared CPU; what matters is that each was evaluated)
+    assert all(o.status.value in ("passed", "hidden_work") for o in outcomes.values())
+    redone = outcomes[scenarios[1].id].placement
+    assert redone["attempt"] == 2 and redone["gpu_ordinal"] == "0" and redone["executor"] == "local"
+    assert any("GPU 1: agent died" in e for e in executor.events)
+    assert all(not s.proc.is_alive() for s in executor.slots)
+
+
+def test_a_unit_lost_twice_is_a_machine_error_and_no_gpu_left_ends_the_run(tmp_path, monkeypatch):
+    from executor_fakes import DIE_ON, dying_agent
+    from solbench.executor.local import LocalExecutor
+    from solbench.supervisor.runner import errored
+
+    scenarios = list(load_suite("smoke").scenarios)[:2]
+    monkeypatch.setenv(DIE_ON, f"0:{scenarios[0].id}")
+    executor = LocalExecutor(_ctx(tmp_path, arch="cpu"), b"s" * 16, ["0"], target=dying_agent)
+    try:
+        executor.start()
+        outcomes = list(executor.outcomes(scenarios))
+    finally:
+        executor.close()
+    assert outcomes == [] and executor.unfinished == [s.id for s in scenarios]  # the one GPU died: nothing to deal to
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install 'solbench[ray]')")
+def test_ray_with_fake_gpus_gives_the_plain_runs_verdicts(tmp_path):
+    """`solbench run reference_kernels/torch_attention.py --suite smoke --device cpu --executor ray --workers 2`
+    against the plain run: same scenarios, same verdicts, each outcome placed by a Ray task."""
+    from solbench.front.cli import main
+
+    plain, spread = tmp_path / "plain", tmp_path / "ray"
+    common = [GOOD, "--suite", "smoke", "--device", "cpu", "--quick", "--json"]
+    assert main(["run", *common, "--out", str(plain)]) in (0, 1)
+    assert main(["run", *common, "--out", str(spread), "--executor", "ray", "--workers", "2"]) in (0, 1)
+    verdicts = [{o["scenario_id"]: o["status"] for o in json.loads((d / "results.json").read_text())["outcomes"]}
+                for d in (plain, spread)]
+    # hidden_work on a loaded CPU is the supervisor clock check's noise, not the executor's: leave those out
+    assert verdicts[0].keys() == verdicts[1].keys() and len(verdicts[0]) == 10
+    noisy = {k for v in verdicts for k, status in v.items() if status == "hidden_work"}
+    assert len(noisy) <= 2  # the clock check on a loaded shared CPU, not the executor
+    assert {k: s for k, s in verdicts[0].items() if k not in noisy} == {k: s for k, s in verdicts[1].items() if k not in noisy}
+    doc = json.loads((spread / "results.json").read_text())
+    assert doc["complete"] and {o["placement"]["executor"] for o in doc["outcomes"]} == {"ray"}
+    assert doc["environment"]["executor"]["kind"] == "ray"
+
+
+def _placed(run, gpus):
+    from dataclasses import replace
+
+    return replace(run, outcomes=tuple(replace(o, placement={"executor": "local", "host": h, "device": "cuda",
+                                                             "gpu_uuid": u, "gpu_name": n, "sm_clock_max_mhz": c,
+                                                             "mem_clock_max_mhz": 3201})
+                                       for o, (h, u, n, c) in zip(run.outcomes, gpus)))
+
+
+def test_the_report_says_how_a_run_was_spread_and_flags_different_gpus():
+    from solbench.report.spread import spread_lines
+    from synthetic_runs import pair
+
+    run = pair(2)[0]
+    same = _placed(run, [("a", "GPU-1", "H200", 1980), ("a", "GPU-2", "H200", 1980)])
+    assert spread_lines(same)[0].startswith("spread over 2 GPUs on 1 host(s)") and len(spread_lines(same)) == 1
+    assert spread_lines(_placed(run, [("a", "GPU-1", "H200", 1980)] * 2)) == []
+    mixed = spread_lines(_placed(run, [("a", "GPU-1", "H200", 1980), ("b", "GPU-2", "H100", 1980)]))
+    assert "2 host(s)" in mixed[0] and "differ in model" in mixed[1]
+    assert "differ in clocks" in spread_lines(_placed(run, [("a", "GPU-1", "H200", 1980), ("a", "GPU-2", "H200", 1755)]))[1]
+
+
+def test_only_the_candidate_gets_a_launcher_split(tmp_path):
+    """The cut benchmarks/trace_summary.py proposes: the comparators' launcher A/B, never read, is not taken."""
+    from dataclasses import replace
+
+    from solbench.supervisor.runner import RunConfig, run
+
+    result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=replace(QUICK, launcher_ab=True),
+                           out_dir=tmp_path, max_scenarios=1))
+    (outcome,) = result.outcomes
+    assert "launcher" in outcome.measurements["candidate"].telemetry
+    assert "launcher" not in outcome.measurements["seed"].telemetry
+    assert outcome.placement["executor"] == "inline" and outcome.placement["wall_s"] > 0
