@@ -86,10 +86,10 @@ def test_summary_opens_with_its_tables_and_fits(browser, hopper_summary, shots, 
     layout = headless.layout(browser, hopper_summary, tmp_path, *WINDOW)
     screen = layout["viewport"][1]
     tables = {t["id"]: t for t in layout["tables"]}
-    assert list(tables) == ["scenarios", "gap"]  # the declined pairs' table is folded away
+    assert list(tables) == ["scenarios", "gap", "triage"]  # the declined pairs' table is folded away
     assert tables["scenarios"]["top"] < screen / 2, "the per-scenario table is not on the first screen"
     (declined,) = layout["details"]
-    assert declined["id"] == "declined" and not declined["open"] and declined["top"] > tables["gap"]["bottom"]
+    assert declined["id"] == "declined" and not declined["open"] and declined["top"] > tables["triage"]["bottom"]
     assert [i["id"] for i in layout["images"]] == ["chart-roofline", "chart-sol"]
     assert all(i["natural_width"] > 0 and i["top"] > declined["bottom"] for i in layout["images"])
     assert_fits(layout)

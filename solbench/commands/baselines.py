@@ -80,8 +80,8 @@ def run(args) -> int:
     missing = [lib for lib in libraries if not lib["available"]]
     if missing:
         extras = sorted({lib["package"] for lib in missing})
-        print(f"\nnot installed: {', '.join(lib['name'] for lib in missing)} "
-              f"(pip install \"solbench[{','.join(extras)}]\")")
+        print(fit_lines(f"\nnot installed: {', '.join(lib['name'] for lib in missing)} "
+                        f"(pip install \"solbench[{','.join(extras)}]\")", wide=args.wide))
     uncovered = table.uncovered()
     lines = [f"\nsuite {suite.name!r} {where}: {len(suite.scenarios) - len(uncovered)}/{len(suite.scenarios)} "
              f"scenarios claimed by at least one baseline's rules ({len(REGISTRY)} registered, counted whether "

@@ -8,7 +8,7 @@ Layouts (token-major, heads inside):
     out      [total_q, heads_q, head_dim_v]  (bf16 for fp8 inputs), poisoned before every run
     lse      [total_q, heads_q] fp32 natural-log LSE, poisoned before every run
     mask_bits int32 [heads_q, total_q, row_words]: bit j % 32 of word j // 32 = key j visible
-    sinks    fp32 [heads_q];  q/k/v_descale fp32 [1] (per tensor) or [heads_kv] (per KV head)
+    sinks    fp32 [heads_q] holding bf16-representable values;  q/k/v_descale fp32 [1] (per tensor) or [heads_kv] (per KV head)
 """
 
 from __future__ import annotations

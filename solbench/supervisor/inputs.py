@@ -103,7 +103,10 @@ def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
         v, v_descale = _quantize_fp8(v, sc.descale, kv_head_axis=v.dim() - 2)
     else:
         q, k, v = (t.to(torch_dtype(sc.dtype)) for t in (q, k, v))
-    sinks = randn(sc.heads_q) + SINK_OFFSET.get(sc.input_profile, 0.0) if sc.sinks else None
+    sinks = None
+    if sc.sinks:  # bf16-representable fp32, as learned sinks are stored (GPT-OSS): a kernel that takes its
+        # sinks in bf16 (vLLM's FA3 s_aux) reads the exact value every other kernel reads
+        sinks = (randn(sc.heads_q) + SINK_OFFSET.get(sc.input_profile, 0.0)).to(torch.bfloat16).float()
     return dict(q=q, k=k, v=v, sinks=sinks, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
 
 
