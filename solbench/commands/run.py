@@ -40,6 +40,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", type=Path, help="run folder (default reports/<run-id>/)")
     parser.add_argument("--flag", action="append", default=[], help="extra nvcc flag for the candidate (repeatable)")
     parser.add_argument("--allow-lib", action="append", default=[], help="allow a forbidden library (cublas, cudnn, cutlass, cute)")
+    parser.add_argument("--runner", choices=("auto", "native", "python"), default="auto",
+                        help="the process .cu implementations are timed in: native (solbench's runner, no Python "
+                        "in it), python (the Python host); auto = native (default)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (scores, failures, per-scenario "
                         "rows, results path) instead of tables; progress goes to stderr")
 
@@ -70,7 +73,7 @@ def run(args) -> int:
         baselines=baselines_value(args.baselines), seed=seed_value(args.seed),
         policy=policy_value(args.quick, args.policy), out_dir=args.out, timeout_s=args.timeout,
         resume=args.resume, retry_errors=args.retry_errors, filter=args.filter, max_scenarios=args.max_scenarios,
-        build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib),
+        build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib), runner=args.runner,
         gpus=args.gpus, executor=args.executor, ray_address=args.ray_address, workers=args.workers,
     )
 

@@ -36,6 +36,13 @@ class Status(str, enum.Enum):
     """Device time on the timed stream far below the synchronised wall time: work escaped the stream."""
     TAMPERED = "tampered"
     """The candidate changed the measurement itself: harness code, a persisting-L2 carve-out."""
+    FORBIDDEN_LIBRARY = "forbidden_library"
+    """A vendor library (cuBLAS, cuDNN, CUTLASS) was mapped or its kernels launched at run time."""
+    OUT_OF_BOUNDS = "out_of_bounds"
+    """A call wrote past the start or end of out or lse (the guard bytes around them changed)."""
+    NONDETERMINISTIC = "nondeterministic"
+    """Two checked calls on the same inputs gave different bits, and the candidate did not declare itself
+    non-deterministic."""
 
     @property
     def is_failure(self) -> bool:

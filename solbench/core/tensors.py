@@ -63,8 +63,8 @@ class Inputs:
         fill_poison(self.lse)
 
     def with_outputs(self) -> "Inputs":
-        """The same inputs with fresh, poisoned output buffers (one set per implementation)."""
-        fresh = replace(self, out=self.out.clone(), lse=self.lse.clone())
+        """The same inputs with fresh, poisoned, guarded output buffers (one set per implementation)."""
+        fresh = replace(self, out=guarded_like(self.out), lse=guarded_like(self.lse))
         fresh.poison()
         return fresh
 
@@ -131,3 +131,41 @@ def poisoned(t) -> "torch.Tensor":
 
     int_dtype = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32}[t.dtype]
     return t.view(int_dtype) == POISON_BITS[str(t.dtype).removeprefix("torch.")]
+
+
+GUARD_BYTES = 4096
+"""Bytes of canary on each side of every output buffer (a multiple of 256: the output keeps cudaMalloc's
+alignment)."""
+CANARY = 0xC3
+"""The byte every guard holds; a write past either end of out or lse changes it."""
+
+
+def guarded_empty(shape, dtype, device):
+    """An uninitialised tensor inside a buffer with GUARD_BYTES of CANARY before and after it, so writes past
+    its ends are seen (guard_damage) instead of landing silently in a neighbouring allocation."""
+    import math
+
+    import torch
+
+    nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    buf = torch.full((GUARD_BYTES + nbytes + GUARD_BYTES,), CANARY, dtype=torch.uint8, device=device)
+    return buf[GUARD_BYTES:GUARD_BYTES + nbytes].view(dtype).view(shape)
+
+
+def guarded_like(t):
+    """A guarded copy of t's shape and dtype (contents: t's)."""
+    fresh = guarded_empty(tuple(t.shape), t.dtype, t.device)
+    fresh.copy_(t)
+    return fresh
+
+
+def guard_damage(t) -> int:
+    """Bytes of t's guards that no longer hold CANARY (0 for an unguarded tensor, which has no guards)."""
+    import torch
+
+    whole = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+    start = t.storage_offset() * t.element_size()
+    end = start + t.numel() * t.element_size()
+    if start != GUARD_BYTES or whole.numel() != end + GUARD_BYTES:
+        return 0
+    return int((whole[:start] != CANARY).sum()) + int((whole[end:] != CANARY).sum())

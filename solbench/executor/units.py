@@ -43,14 +43,21 @@ class UnitContext:
 
 
 def make_workers(ctx: UnitContext, log_tag: str = "") -> dict:
-    """One worker per implementation, in ctx.specs order. The only place worker objects are made: a worker
-    class with the same start / request / stop / pid / running interface (a native runner for .cu
-    candidates) slots in here."""
+    """One worker per implementation, in ctx.specs order. The only place worker objects are made: a .cu
+    implementation with runner 'native' on a GPU gets the native runner (same start / request / stop / pid /
+    running interface), everything else the Python host."""
     from solbench.sandbox.worker import Worker
+    from solbench.supervisor.native_worker import NativeWorker
 
     folder = Path(ctx.log_dir)
-    return {n: Worker(s, ctx.device, ctx.policy, folder / f"worker-{n}{log_tag}.log", setup_s=setup_s(s))
-            for n, s in ctx.specs.items()}
+    workers = {}
+    for n, s in ctx.specs.items():
+        log = folder / f"worker-{n}{log_tag}.log"
+        if s.kind == "cu" and s.runner == "native" and ctx.device.startswith("cuda"):
+            workers[n] = NativeWorker(s, ctx.device, ctx.policy, log, arch=ctx.arch)
+        else:
+            workers[n] = Worker(s, ctx.device, ctx.policy, log, setup_s=setup_s(s))
+    return workers
 
 
 def setup_s(spec: ImplSpec) -> float:

@@ -28,6 +28,14 @@ class ImplSpec:
     """Shared library, module file, or baseline name."""
     label: str = ""
     """What a person calls it (file name, library and version)."""
+    runner: str = "python"
+    """Which process times a 'cu' implementation: 'native' (solbench's runner, no Python in it) or 'python'
+    (the Python host, as Python candidates and baselines always are)."""
+    deterministic: bool = True
+    """False when the implementation declared that two calls on the same inputs may differ in their bits
+    (a .cu exporting `solbench_nondeterministic`, a module setting NONDETERMINISTIC = True)."""
+    allow: tuple[str, ...] = ()
+    """Forbidden libraries (cublas, cudnn, cutlass) this implementation may use anyway (--allow-lib)."""
 
 
 class PythonImpl:

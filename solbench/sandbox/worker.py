@@ -295,7 +295,8 @@ class _WorkerState:
 
     def check(self, payload=None):
         """Run the check copy once (the supervisor poisoned its outputs and judges them); None, or
-        {"unsupported": why} when the implementation declines the scenario."""
+        {"unsupported": why} when the implementation declines the scenario. payload {"keep": True} keeps the
+        copy bound for one more check (the determinism check)."""
         self._sync()
         try:
             self.check_call()
@@ -307,7 +308,8 @@ class _WorkerState:
             # before the error is reported (the worker is replaced after an error anyway).
             raise
         self._sync()
-        self.check_call = None  # checked once: the supervisor frees that copy
+        if not (payload or {}).get("keep"):
+            self.check_call = None  # checked: the supervisor frees that copy
         return None
 
     def warm_up(self, payload):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from solbench.core.model import Status
 from solbench.core.scenario import Scenario
-from solbench.core.tensors import Inputs, poisoned
+from solbench.core.tensors import Inputs, guard_damage, poisoned
 
 ROWS_PER_CHECK = 4
 """Query rows (all heads each) compared with the reference per copy and round."""
@@ -102,6 +102,10 @@ class TimedCopies:
 
         inp = self.copies[i]
         where = f"timed call on input copy {i} in round {round_index + 1}"
+        damaged = [name for name in ("out", "lse") if guard_damage(getattr(inp, name))]
+        if damaged:
+            raise AuditFailure(Status.OUT_OF_BOUNDS, f"{where} wrote past the ends of {', '.join(damaged)}: "
+                                                     "the guard bytes changed")
         if bool(poisoned(inp.out).any()) or (self.writes_lse and bool(poisoned(inp.lse).any())):
             raise AuditFailure(Status.UNWRITTEN, f"{where} left its freshly poisoned outputs unwritten (work skipped)")
         touched = changed_inputs(self.fingerprints[i], input_fingerprint(inp, self.key))

@@ -67,7 +67,7 @@ def _device_bytes(device: str) -> int:
 
 
 FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "error": Status.RUNTIME_ERROR,
-                  "tampered": Status.TAMPERED,
+                  "tampered": Status.TAMPERED, "forbidden": Status.FORBIDDEN_LIBRARY,
                   "load": Status.RUNTIME_ERROR}  # a restarted worker that no longer loads (the run began with it loaded)
 
 
@@ -145,7 +145,8 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
         # The candidate gets copies of its own; trusted comparators share trial 0's input tensors.
         check_copy = clone_inputs(trial0) if audited else trial0.with_outputs()
         copies_for = TimedCopies.make(sc, copies, device, secret, audited, rng)
-        status, reason, error = _check(sc, workers[name], check_copy, copies_for, ref_out, ref_lse, timeout_s, rng=rng)
+        status, reason, error = _check(sc, workers[name], check_copy, copies_for, ref_out, ref_lse, timeout_s, rng=rng,
+                                       deterministic=getattr(workers[name].spec, "deterministic", True))
         del check_copy
         if audited:
             candidate = (status, reason, error)
@@ -157,28 +158,82 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
     return candidate, comparators, timed
 
 
-def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse, timeout_s, rng):
+def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse, timeout_s, rng,
+           deterministic: bool = True):
     """(status, reason, ErrorStats | None) for one implementation on trial 0, after a fresh prepare that
-    binds its check copy and its timing copies."""
+    binds its check copy and its timing copies. The candidate's check copy is called twice: the second
+    call, on the same inputs with outputs poisoned again, must give the same bits unless it declared itself
+    non-deterministic (a race or uninitialised memory that passed by luck once rarely repeats its bits)."""
     from solbench.supervisor.inputs import input_fingerprint
     from solbench.supervisor.verdict import judge
 
     key = rng.getrandbits(62)
-    before = input_fingerprint(check_copy, key) if timed.audited else None
+    audited = timed.audited
+    before = input_fingerprint(check_copy, key) if audited else None
     try:
         info = worker.request("prepare", {"check": check_copy, "rotation": timed.copies}, timeout_s + worker.setup_s)
-        reply = worker.request("check", None, timeout_s)
+        reply = worker.request("check", {"keep": audited}, timeout_s)
     except WorkerFailure as exc:
         return FAILURE_STATUS[exc.kind], str(exc), None
     if isinstance(reply, dict):
         return Status.SKIPPED, f"declined (unsupported): {reply['unsupported']}", None
     worker.writes_lse = timed.writes_lse = info["writes_lse"]
-    if before is not None:
-        touched = changed_inputs(before, input_fingerprint(check_copy, key))
-        if touched:
-            return Status.MISMATCH, f"the candidate modified its inputs in place: {', '.join(touched)}", None
+    if audited:
+        failure = _outside_outputs(check_copy, before, key, "the checked call")
+        if failure:
+            return (*failure, None)
     verdict = judge(check_copy.out, check_copy.lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"])
+    if not audited or verdict.status is not Status.PASSED:
+        return verdict.status, verdict.reason, verdict.error
+    first = (check_copy.out.clone(), check_copy.lse.clone())
+    check_copy.poison()
+    _sync_device(check_copy)
+    try:
+        worker.request("check", {"keep": False}, timeout_s)
+    except WorkerFailure as exc:
+        return FAILURE_STATUS[exc.kind], f"second checked call: {exc}", None
+    failure = _outside_outputs(check_copy, before, key, "the second checked call")
+    if failure:
+        return (*failure, None)
+    differ = _bits_differ(first[0], check_copy.out) + (_bits_differ(first[1], check_copy.lse) if info["writes_lse"] else 0)
+    if differ and deterministic:
+        return Status.NONDETERMINISTIC, (f"two checked calls on the same inputs differ in {differ} output elements "
+                                         "(a race, uninitialised memory, or atomics; a kernel that is meant to be "
+                                         "non-deterministic declares it: see the README's Candidates section)"), verdict.error
+    if differ:  # declared: the second output must pass on its own
+        again = judge(check_copy.out, check_copy.lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"])
+        if again.status is not Status.PASSED:
+            return again.status, f"second checked call: {again.reason}", again.error
     return verdict.status, verdict.reason, verdict.error
+
+
+def _outside_outputs(inputs, before: dict, key: int, what: str):
+    """(status, reason) when a call wrote past its outputs or changed its inputs; None when it did neither."""
+    from solbench.core.tensors import guard_damage
+    from solbench.supervisor.inputs import input_fingerprint
+
+    damaged = [f"{name} ({n} bytes)" for name in ("out", "lse") if (n := guard_damage(getattr(inputs, name)))]
+    if damaged:
+        return Status.OUT_OF_BOUNDS, f"{what} wrote past the ends of {', '.join(damaged)}: the guard bytes changed"
+    touched = changed_inputs(before, input_fingerprint(inputs, key))
+    if touched:
+        return Status.MISMATCH, f"the candidate modified its inputs in place: {', '.join(touched)}"
+    return None
+
+
+def _bits_differ(a, b) -> int:
+    """Elements whose bits differ (NaN payloads included)."""
+    import torch
+
+    as_int = {2: torch.int16, 4: torch.int32, 1: torch.uint8}[a.element_size()]
+    return int((a.view(as_int) != b.view(as_int)).sum())
+
+
+def _sync_device(inputs) -> None:
+    if inputs.out.device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(inputs.out.device)
 
 
 def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
@@ -187,6 +242,7 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     from solbench.core.roofline import is_faster_than_light
     from solbench.core.stats import median
     from solbench.sandbox.timing import HOST_GAP, PERSISTING_L2
+    from solbench.supervisor.native_worker import WORK_OUTSIDE_EVENTS
 
     t_ms = median(measurement.samples_ms)
     if bound is not None and is_faster_than_light(t_ms, bound):
@@ -198,6 +254,9 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     if CLOCK_GAP in measurement.flags:
         return Status.HIDDEN_WORK, ("the supervisor's clock saw the timed rounds take far longer than the reported "
                                     "times and the loop's overhead explain: the times were not those of the calls")
+    if WORK_OUTSIDE_EVENTS in measurement.flags:
+        return Status.HIDDEN_WORK, ("CUPTI saw the call's own kernels or copies (on some stream) run outside its "
+                                    "timing events, or land between timed calls: the events did not time all its work")
     if HOST_GAP in measurement.flags:
         return Status.HIDDEN_WORK, ("device time on the timed stream is far below the synchronised wall time "
                                     "of the call: work ran outside the stream it was given")

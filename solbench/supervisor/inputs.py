@@ -12,7 +12,7 @@ import numpy as np
 
 from solbench.core import masks
 from solbench.core.scenario import Scenario
-from solbench.core.tensors import INPUT_FIELDS, Inputs, torch_dtype
+from solbench.core.tensors import INPUT_FIELDS, Inputs, guarded_empty, guarded_like, torch_dtype
 
 FP8_TARGET_AMAX = 240.0  # quantise into [-240, 240] of e4m3's 448 so descales are never 1
 LOGIT_STD = {"default": 2.0, "large_logits": 40.0, "sinks_negative": 2.0, "sinks_positive": 2.0}
@@ -134,8 +134,8 @@ def make_inputs(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
     def offsets(lengths):
         return torch.tensor(np.concatenate([[0], np.cumsum(lengths)]), dtype=torch.int32, device=device)
 
-    out = torch.empty(sc.total_q, sc.heads_q, sc.head_dim_v, dtype=torch_dtype(sc.out_dtype), device=device)
-    lse = torch.empty(sc.total_q, sc.heads_q, dtype=torch.float32, device=device)
+    out = guarded_empty((sc.total_q, sc.heads_q, sc.head_dim_v), torch_dtype(sc.out_dtype), device)
+    lse = guarded_empty((sc.total_q, sc.heads_q), torch.float32, device)
     inputs = Inputs(
         scenario=sc, **values,
         cu_seqlens_q=offsets(sc.q_lens), cu_seqlens_kv=offsets(sc.kv_lens),
@@ -180,7 +180,7 @@ def refill(target: Inputs, values: dict) -> None:
 def clone_inputs(inputs: Inputs) -> Inputs:
     """A deep copy (every tensor cloned), poisoned outputs included: one implementation's own copy."""
 
-    copy = replace(inputs, **{f.name: t.clone() for f in fields(inputs)
-                              if hasattr(t := getattr(inputs, f.name), "clone")})
+    copy = replace(inputs, **{f.name: (guarded_like(t) if f.name in ("out", "lse") else t.clone())
+                              for f in fields(inputs) if hasattr(t := getattr(inputs, f.name), "clone")})
     copy.poison()
     return copy

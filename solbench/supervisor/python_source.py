@@ -40,6 +40,15 @@ def check_python_candidate(path: str | Path) -> None:
                         "inputs.out and inputs.lse in place")
 
 
+def declares_nondeterministic(path: str | Path) -> bool:
+    """Whether the module sets `NONDETERMINISTIC = True` at top level (read from its source, never run):
+    two calls on the same inputs may then differ in their bits."""
+    tree = ast.parse(Path(path).read_bytes(), filename=str(path))
+    return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is True
+               and any(isinstance(t, ast.Name) and t.id == "NONDETERMINISTIC" for t in node.targets)
+               for node in tree.body)
+
+
 def _binds(body: list[ast.stmt], name: str) -> bool:
     """Whether module-level statements bind `name`: def, class, assignment, import, or `import *`
     (which may bring it; the worker's import then decides)."""

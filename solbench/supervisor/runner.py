@@ -22,6 +22,7 @@ from solbench.core.policy import TimingPolicy
 from solbench.supervisor.run_files import load_run
 
 DEFAULT_SEED = {"cuda": "seed_attention.cu", "cpu": "torch_attention.py"}
+RUNNERS = ("auto", "native", "python")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ class RunConfig:
     """Extra nvcc flags for a .cu candidate."""
     allow_libs: tuple[str, ...] = ()
     """Forbidden libraries to allow in the candidate's binary."""
+    runner: str = "auto"
+    """Which process times .cu implementations (candidate and seed): 'native' (solbench's runner, no Python
+    in the timed process), 'python' (the Python host), 'auto' = native on a GPU."""
+    seed_runner: str | None = None
+    """The seed's runner when it differs from `runner` (the native-vs-Python A/A); None = `runner`."""
     gpus: str | None = None
     """'all' or GPU ordinals '0,1,3': one agent and worker set per GPU (solbench.executor.local); None = plain run."""
     executor: str = "local"
@@ -68,6 +74,10 @@ class RunConfig:
     """With executor 'ray': units in flight at once (default: the cluster's GPUs)."""
 
     def __post_init__(self):
+        for name in ("runner", "seed_runner"):
+            value = getattr(self, name)
+            if value is not None and value not in RUNNERS:
+                raise ConfigError(f"--{name.replace('_', '-')} must be one of {', '.join(RUNNERS)}, got {value!r}")
         if not self.timeout_s > 0:  # (max_scenarios is checked where it is applied, Suite.select)
             raise ConfigError(f"--timeout must be above 0 seconds, got {self.timeout_s}")
 
@@ -146,11 +156,19 @@ def _source_spec(name: str, path: str, arch: str, config: RunConfig, candidate: 
         # Prebuilt .so files too: the entry point and the library policy are about the binary, however it was made.
         check_exports(so_path, source=path)
         check_binary(so_path, allow=config.allow_libs if candidate else ())
-        return ImplSpec(name, "cu", str(Path(so_path).resolve()), Path(path).name)
-    from solbench.supervisor.python_source import check_python_candidate
+        chosen = (config.runner if candidate else config.seed_runner or config.runner)
+        runner = "native" if chosen in ("auto", "native") else "python"
+        allow = tuple(config.allow_libs) if candidate else ()
+        from solbench.build.exports import exported_symbols
+
+        deterministic = "solbench_nondeterministic" not in (exported_symbols(so_path) or ())
+        return ImplSpec(name, "cu", str(Path(so_path).resolve()), Path(path).name, runner=runner, allow=allow,
+                        deterministic=deterministic)
+    from solbench.supervisor.python_source import check_python_candidate, declares_nondeterministic
 
     check_python_candidate(path)  # read, never imported here: only its worker runs candidate code
-    return ImplSpec(name, kind, str(Path(path).resolve()), Path(path).name)
+    return ImplSpec(name, kind, str(Path(path).resolve()), Path(path).name,
+                    deterministic=not declares_nondeterministic(path))
 
 
 def new_run_id(candidate: str, suite: str) -> str:

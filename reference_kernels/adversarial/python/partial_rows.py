@@ -1,8 +1,9 @@
 """Cheat class 2, doing less when timed: the first call on each output buffer (the check) is computed in
 full; later calls compute only the first quarter of the query rows and write zeros elsewhere, so no
-poison is left behind. The supervisor compares rows drawn at random after each timed round.
+poison is left behind. The supervisor compares rows drawn at random after each timed round (and calls
+the checked copy twice: the second call, partial, already differs from the first).
 
-expect: mismatch or nonfinite
+expect: mismatch or nonfinite or nondeterministic
 """
 
 from pathlib import Path

@@ -140,7 +140,7 @@ struct Config {
     std::string so_path;
     int device = 0;
     bool cold_l2 = true;
-    bool flush_read = false;
+    bool flush_write = true, flush_read = false;  // policy.l2_flush: write, read or both (write, then read)
     double launch_cover_ms = 0.25;
     double warmup_ms = 100.0;
     double launcher_budget_ms = 100.0;
@@ -148,7 +148,7 @@ struct Config {
     std::vector<std::string> allowed;  // forbidden-library names allowed anyway ("cutlass", ...)
 };
 
-// CONFIG is "key=value" tokens: so=PATH device=N cold_l2=0|1 flush=write|read cover_ms=X warmup_ms=X
+// CONFIG is "key=value" tokens: so=PATH device=N cold_l2=0|1 flush=write|read|both cover_ms=X warmup_ms=X
 // launcher_budget_ms=X cupti=0|1 allow=a,b
 static Config parse_config(int argc, char** argv) {
     Config c;
@@ -159,7 +159,7 @@ static Config parse_config(int argc, char** argv) {
         if (k == "so") c.so_path = v;
         else if (k == "device") c.device = atoi(v.c_str());
         else if (k == "cold_l2") c.cold_l2 = v == "1";
-        else if (k == "flush") c.flush_read = v == "read";
+        else if (k == "flush") c.flush_write = v != "read", c.flush_read = v != "write";
         else if (k == "cover_ms") c.launch_cover_ms = atof(v.c_str());
         else if (k == "warmup_ms") c.warmup_ms = atof(v.c_str());
         else if (k == "launcher_budget_ms") c.launcher_budget_ms = atof(v.c_str());
@@ -442,6 +442,7 @@ struct Timer {
     bool persisting_ok = false;
     std::string gpu;
     std::vector<KernelRecord> last_kernels;  // the candidate's records of the latest iteration
+    int stray = 0;  // the candidate's records that fell between timed iterations (a host thread's late work)
 
     void setup(const Config& c) {
         cfg = c;
@@ -469,12 +470,11 @@ struct Timer {
 
     void flush() {
         if (!buf) return;
-        if (cfg.flush_read) {
-            solbench_runner_flush_read<<<flush_blocks, 512>>>(buf, buf_int4, sink);
-        } else {
+        if (cfg.flush_write) {
             fill ^= 1;
             solbench_runner_flush_write<<<flush_blocks, 512>>>(buf, buf_int4, fill + 1);
         }
+        if (cfg.flush_read) solbench_runner_flush_read<<<flush_blocks, 512>>>(buf, buf_int4, sink);
     }
 
     void cover(double ms) {
@@ -551,7 +551,7 @@ struct Timer {
     Raw iterate(Call call, bool do_flush, bool own_work) {
         if (do_flush) flush();
         check_cuda("cudaStreamSynchronize", cudaStreamSynchronize(0));
-        if (own_work) cupti_take();  // drop what came before this iteration
+        if (own_work) stray += count_stray(cupti_take());  // between iterations only the runner's own work runs
         double cover_ms = cover_for();
         double t0 = now_ms();
         cudaEventRecord(g0, 0);
@@ -571,6 +571,13 @@ struct Timer {
         Raw r{elapsed(start, end), t1 - t0, tr - tc, held, elapsed(g0, end), tr - t0, -1.0, code};
         if (own_work && g_cupti.on) r.work_span_ms = candidate_span(cupti_take(), cover_ms > 0);
         return r;
+    }
+
+    // Records that are not the runner's own kernels (flush, spin): the candidate's work outside any call.
+    static int count_stray(const std::vector<KernelRecord>& recs) {
+        int n = 0;
+        for (auto& k : recs) n += k.name.rfind("solbench_runner_", 0) != 0;
+        return n;
     }
 
     // The candidate's records of one iteration: all of them less the runner's own spin (at most one);
@@ -628,6 +635,8 @@ static void cmd_round(const std::vector<int>& order) {
     bool carve_out = g_timer.persisting_l2_set();
     cudaEventRecord(g_timer.g0, 0);
     cudaDeviceSynchronize();
+    cupti_take();  // what warm-up and earlier commands left; from here every record is accounted for
+    g_timer.stray = 0;
     std::vector<double> dev, host, launch, cover, span, issued, work;
     std::string forbidden;
     for (int i : order) {
@@ -640,12 +649,16 @@ static void cmd_round(const std::vector<int>& order) {
             if (forbidden.empty() && !k.copy) forbidden = forbidden_kernel(g_timer.cfg, k.name);
     }
     carve_out = g_timer.persisting_l2_set() || carve_out;
+    check_cuda("after the round", cudaDeviceSynchronize());
+    g_timer.stray += Timer::count_stray(cupti_take());  // work the last call left to land after it
     if (!forbidden.empty()) return reply("forbidden", forbidden);
     std::string body = "{\"device_ms\":" + json_list(dev) + ",\"host_ms\":" + json_list(host) +
                        ",\"launch_ms\":" + json_list(launch) + ",\"cover_ms\":" + json_list(cover) +
                        ",\"span_ms\":" + json_list(span) + ",\"issued_ms\":" + json_list(issued) +
                        ",\"flags\":" + (carve_out ? "[\"persisting_l2\"]" : "[]");
-    if (g_cupti.on) body += ",\"work_span_ms\":" + json_list(work) + ",\"kernels\":" + kernels_json(g_timer.last_kernels);
+    if (g_cupti.on)
+        body += ",\"work_span_ms\":" + json_list(work) + ",\"kernels\":" + kernels_json(g_timer.last_kernels) +
+                ",\"stray_kernels\":" + std::to_string(g_timer.stray);
     reply("ok", body + "}");
 }
 
@@ -765,7 +778,7 @@ static std::string describe() {
     const Timer& t = g_timer;
     std::string notes = "[";
     notes += json_str(t.buf ? format("L2 flush: %zu bytes %s before every timed iteration (device reports L2 = %zu "
-                                     "bytes)", t.buf_int4 * 16, t.cfg.flush_read ? "read" : "written", t.l2_bytes)
+                                     "bytes)", t.buf_int4 * 16, t.cfg.flush_read ? (t.cfg.flush_write ? "written then read" : "read") : "written", t.l2_bytes)
                             : std::string("L2 flush: off (policy.cold_l2 is False)"));
     notes += "," + json_str(t.persisting_ok ? "persisting-L2 carve-out set to 0 and persisting lines reset (via cudart)"
                                             : "persisting-L2 reset failed via cudart");
@@ -775,7 +788,7 @@ static std::string describe() {
     return "{\"device\":" + json_str(format("cuda:%d", t.cfg.device)) + ",\"runner\":\"native\",\"host_floor_ms\":" +
            json_num(t.host_floor_ms) + ",\"sync_floor_ms\":" + json_num(t.sync_floor_ms) +
            ",\"host_gap_slack_ms\":" + json_num(t.slack_ms) + ",\"notes\":" + notes + ",\"gpu\":" + json_str(t.gpu) +
-           ",\"l2_bytes\":" + json_num((double)t.l2_bytes) + ",\"flush\":" + (t.cfg.flush_read ? "\"read\"" : "\"write\"") +
+           ",\"l2_bytes\":" + json_num((double)t.l2_bytes) + ",\"flush\":" + (t.cfg.flush_read ? (t.cfg.flush_write ? "\"both\"" : "\"read\"") : "\"write\"") +
            ",\"flush_bytes\":" + json_num((double)(t.buf_int4 * 16)) + ",\"cover\":\"spin kernel\"" +
            ",\"persisting_l2_control\":" + (t.persisting_ok ? "\"cudart\"" : "null") +
            ",\"cupti\":" + (g_cupti.on ? "true" : "false") + "}";

@@ -1,0 +1,241 @@
+"""The supervisor's handle on the native runner (solbench/sandbox/native/runner.cu): the process a .cu
+implementation is timed in, with no Python in it, so the CPython C API offers a candidate nothing to
+patch. Same interface as solbench.sandbox.worker.Worker (start / request / stop / pid / running), so the
+evaluation loop cannot tell them apart; the runner's pipe protocol is in runner.cu's opening comment.
+
+The runner reports raw numbers only. Everything that decides is computed here from them: the host-gap
+flag (the rule of solbench.sandbox.timing, against the floors the runner measured before the candidate
+was loaded), CUPTI's evidence of work outside the events (a timed call whose own kernels, on any stream,
+span more than its events, or kernels that land between calls), and the GPU's telemetry (sampled by this
+process around each round).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from solbench.core.policy import TimingPolicy
+from solbench.sandbox.impls import ImplSpec
+from solbench.sandbox.timing import HOST_GAP, PERSISTING_L2, host_gap
+from solbench.sandbox.worker import WorkerFailure, _describe_exit
+
+WORK_OUTSIDE_EVENTS = "work_outside_events"
+"""Flag: CUPTI saw the call's own kernels or copies (any stream) run outside its start/end events, or land
+between timed calls."""
+SPAN_TOLERANCE = 0.02
+SPAN_SLACK_MS = 0.005
+"""A call's kernels may span its events by this share plus this much (timestamp granularity) and no more."""
+
+_FIELDS = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_kv", "kv_lens", "page_table", "sinks",
+           "mask_bits", "q_descale", "k_descale", "v_descale")
+"""The pointer fields of SolbenchAttentionParams in the order a 'copy' line names their tensors."""
+
+
+def runner_argv(runner: Path, spec: ImplSpec, policy: TimingPolicy, device_index: int) -> list[str]:
+    """The runner's command line: the library, the GPU and the policy's timing fields."""
+    return [str(runner), f"so={spec.path}", f"device={device_index}", f"cold_l2={int(policy.cold_l2)}",
+            f"flush={policy.l2_flush}", f"cover_ms={policy.launch_cover_ms:g}", f"warmup_ms={policy.warmup_ms:g}",
+            f"launcher_budget_ms={policy.launcher_budget_ms:g}", "cupti=1", f"allow={','.join(spec.allow)}"]
+
+
+def copy_line(inputs) -> str:
+    """One 'copy' line: the parameter struct as solbench.abi fills it, then each pointer field's IPC token."""
+    import ctypes
+
+    from solbench import abi
+    from solbench.gpu import ipc
+
+    params = abi.params_from_inputs(inputs)
+    struct = bytes(ctypes.string_at(ctypes.addressof(params), ctypes.sizeof(params))).hex()
+    return " ".join(["copy", struct, *(ipc.token(getattr(inputs, name)) for name in _FIELDS)])
+
+
+def round_flags(raw: dict, floors: dict, tolerance: float) -> list[str]:
+    """The verdict flags of one round from the runner's raw numbers (see the module docstring)."""
+    gaps = [host_gap(span, host, issued, floors["host_floor_ms"], tolerance, floors["host_gap_slack_ms"])
+            for span, host, issued in zip(raw["span_ms"], raw["host_ms"], raw["issued_ms"])]
+    flags = set(raw.get("flags", ()))
+    if sum(gaps) * 2 > len(gaps):
+        flags.add(HOST_GAP)
+    spans = raw.get("work_span_ms")
+    if spans is not None:
+        outside = [work > dev * (1 + SPAN_TOLERANCE) + SPAN_SLACK_MS for work, dev in zip(spans, raw["device_ms"])]
+        if any(outside) or raw.get("stray_kernels", 0):
+            flags.add(WORK_OUTSIDE_EVENTS)
+    return sorted(flags)
+
+
+@dataclass
+class NativeWorker:
+    """Supervisor-side handle on one runner process; started lazily and again after every failure."""
+
+    spec: ImplSpec
+    device: str
+    policy: TimingPolicy
+    log_path: Path
+    arch: str = "h200"
+    """The run's arch: the runner is built for it (as candidates are)."""
+    setup_s: float = 0.0
+    runner: Path | None = None
+    """The runner executable; None = built (or taken from the cache) at the first start."""
+    description: dict = field(default_factory=dict)
+    """The runner's first reply: floors, flush, cover, whether CUPTI records."""
+
+    def __post_init__(self):
+        self._proc: subprocess.Popen | None = None
+        self._buffer = b""
+        self.writes_lse = True
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self.running else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self, timeout_s: float = 120.0) -> None:
+        import torch
+
+        from solbench.build.native import build_runner, cupti_library
+
+        if self.runner is None:
+            self.runner = build_runner(self.arch)
+        env = dict(os.environ)
+        lib = cupti_library()
+        if lib and "SOLBENCH_CUPTI_LIB" not in env:
+            env["SOLBENCH_CUPTI_LIB"] = lib
+        index = torch.cuda.current_device() if self.device.startswith("cuda") else 0
+        log = open(self.log_path, "ab")
+        try:
+            self._proc = subprocess.Popen(runner_argv(self.runner, self.spec, self.policy, index),
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+                                          start_new_session=True)  # its own group: stop() ends what it started
+        finally:
+            log.close()
+        self._buffer = b""
+        status, body = self._reply("load", timeout_s + self.setup_s)
+        if status == "load_failed":
+            self.stop(kill=True)
+            raise WorkerFailure("load", f"{self.spec.name}: {body}")
+        if status != "ok":
+            self.stop(kill=True)
+            raise WorkerFailure("crash", f"{self.spec.name}: the native runner did not start: {body}")
+        self.description = json.loads(body)
+
+    def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
+        if not self.running:
+            self.start(timeout_s)
+        if cmd == "prepare":
+            return self._prepare(payload, timeout_s + self.setup_s)
+        if cmd == "check":
+            return self._ask(f"check {int(bool((payload or {}).get('keep')))}", timeout_s)
+        if cmd == "round":
+            return self._round(payload["order"], timeout_s)
+        if cmd in ("warm_up", "launcher_split", "release"):
+            return self._ask(cmd, timeout_s)
+        raise ValueError(f"NativeWorker: unknown command {cmd!r}")
+
+    def stop(self, kill: bool = False) -> None:
+        if self._proc is None:
+            return
+        if not kill and self._proc.poll() is None:
+            try:
+                self._proc.stdin.write(b"quit\n")
+                self._proc.stdin.flush()
+                self._proc.wait(5)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                pass
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        try:
+            self._proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        self._proc = None
+
+    # ------------------------------------------------------------------ commands
+
+    def _prepare(self, payload, timeout_s: float):
+        from solbench.gpu import ipc
+
+        ipc.forget()  # the allocations behind earlier handles may have been freed and reused
+        copies = [payload["check"], *payload["rotation"]]
+        lines = [f"prepare {len(copies)}", *(copy_line(c) for c in copies)]
+        return self._ask("\n".join(lines), timeout_s)
+
+    def _round(self, order: list[int], timeout_s: float):
+        from solbench.gpu.telemetry import TelemetrySampler
+
+        index = int(self.description.get("device", "cuda:0").split(":")[-1])
+        with TelemetrySampler(index) as sampler:
+            raw = self._ask("round " + " ".join(str(i) for i in order), timeout_s)
+        out = {"device_ms": raw["device_ms"], "host_ms": raw["host_ms"],
+               "flags": round_flags(raw, self.description, self.policy.host_check_tolerance),
+               "telemetry": sampler.summary()}
+        if "kernels" in raw:
+            out["telemetry"]["kernels"] = raw["kernels"]
+        return out
+
+    def _ask(self, line: str, timeout_s: float):
+        try:
+            self._proc.stdin.write((line + "\n").encode())
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._died(line.split()[0])
+        status, body = self._reply(line.split()[0], timeout_s)
+        if status == "ok":
+            return json.loads(body) if body else None
+        if status == "unsupported":
+            return {"unsupported": body}
+        self.stop(kill=True)  # after an error or a forbidden library the runner has left (or must)
+        kind = "forbidden" if status == "forbidden" else "error"
+        raise WorkerFailure(kind, f"{self.spec.name}: {body}")
+
+    def _reply(self, what: str, timeout_s: float) -> tuple[str, str]:
+        """The runner's next line as (status, rest); WorkerFailure when it hangs or dies first."""
+        deadline = time.monotonic() + timeout_s
+        out = self._proc.stdout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop(kill=True)
+                raise WorkerFailure("timeout", f"{self.spec.name}: no answer to {what!r} within {timeout_s:g} s")
+            ready, _, _ = select.select([out], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(out.fileno(), 1 << 16)
+            if not chunk:
+                self._died(what)
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        status, _, body = line.decode(errors="replace").partition(" ")
+        return status, body
+
+    def _died(self, what: str):
+        code = self._proc.wait(5) if self._proc is not None else None
+        self.stop(kill=True)
+        during = " while loading" if what == "load" else ""
+        raise WorkerFailure("crash", f"{self.spec.name}: native runner died{during} "
+                                     f"({_describe_exit(code)}){self._log_tail()}") from None
+
+    def _log_tail(self, lines: int = 3) -> str:
+        try:
+            tail = [l for l in self.log_path.read_text(errors="replace").splitlines() if l.strip()][-lines:]
+        except OSError:
+            return ""
+        return (": " + " | ".join(tail)) if tail else ""
