@@ -1,6 +1,7 @@
 """A/A and planted-slowdown experiments for the timing policy (run on a GPU; not a unit test).
 
-A/A: the seed kernel as candidate against the seed as comparator (and, with --fast NAME, a baseline
+A/A: the seed kernel as candidate against the seed as comparator (with --runners: through the native
+runner against through the Python host, and each against itself) (and, with --fast NAME, a baseline
 library against itself): every per-scenario ratio should be 1 within noise. Planted: a copy of the seed that spends ~2 % more device time per call
 (benchmarks/planted_slowdown.cu) against the seed: the slowdown should be detected (ratio CI wholly
 below 1) on nearly every scenario. Prints |ratio - 1| p50 / p95 / max, the geomean with its CI, how
@@ -29,14 +30,16 @@ SEED = ROOT / "reference_kernels" / "seed_attention.cu"
 PLANTED = ROOT / "benchmarks" / "planted_slowdown.cu"
 
 
-def experiment(candidate: str, args, label: str, comparator: str = "seed") -> dict:
-    """Run `candidate` against `comparator` (the seed, or a baseline of the same name for a fast A/A)."""
+def experiment(candidate: str, args, label: str, comparator: str = "seed", runner: str = "auto",
+               seed_runner: str | None = None) -> dict:
+    """Run `candidate` against `comparator` (the seed, or a baseline of the same name for a fast A/A);
+    `runner` / `seed_runner`: the processes the .cu candidate and seed are timed in (RunConfig)."""
     start = time.perf_counter()
     baselines = () if comparator == "seed" else (comparator,)
     folder = Path(args.out) / label
     config = RunConfig(candidate=candidate, suite=args.suite, baselines=baselines, policy=TimingPolicy(),
                        seed="default" if comparator == "seed" else None, out_dir=folder,
-                       filter=args.filter, max_scenarios=args.max_scenarios)
+                       filter=args.filter, max_scenarios=args.max_scenarios, runner=runner, seed_runner=seed_runner)
     previous = load_run(folder) if (folder / "results.json").exists() else None
     try:
         # An interrupted experiment goes on; a finished one is run again from scratch.
@@ -56,18 +59,20 @@ def experiment(candidate: str, args, label: str, comparator: str = "seed") -> di
     return {"label": label, "scenarios": len(result.outcomes), "timed": len(ratios),
             "failed": len(result.failures()), "p50_pct": 100 * np.percentile(dev, 50),
             "p95_pct": 100 * np.percentile(dev, 95), "max_pct": 100 * dev.max(), "geomean": g,
-            "ci": (lo, hi), "confidently_slower": slower, "ci_missing_1": missed, "wall_s": wall_s}
+            "ci": (lo, hi), "confidently_slower": slower, "ci_missing_1": missed, "wall_s": wall_s,
+            "wall_per_scenario_s": wall_s / max(1, len(result.outcomes))}
 
 
 def report(rows: list[dict]) -> str:
     """The table of experiment() rows, then the A/A coverage and planted detection lines."""
     out = []
-    out.append(f"\n{'run':<14}{'timed':>6}{'fail':>5}{'|r-1| p50%':>11}{'p95%':>7}{'max%':>7}"
+    out.append(f"\n{'run':<20}{'timed':>6}{'fail':>5}{'|r-1| p50%':>11}{'p95%':>7}{'max%':>7}"
                f"{'geomean':>9}{'95% CI':>19}{'slower':>8}{'CI!=1':>7}{'wall s':>8}")
     for r in rows:
-        out.append(f"{r['label']:<14}{r['timed']:>6}{r['failed']:>5}{r['p50_pct']:>11.3f}{r['p95_pct']:>7.3f}"
+        out.append(f"{r['label']:<20}{r['timed']:>6}{r['failed']:>5}{r['p50_pct']:>11.3f}{r['p95_pct']:>7.3f}"
                    f"{r['max_pct']:>7.3f}{r['geomean']:>9.4f}  [{r['ci'][0]:.4f}, {r['ci'][1]:.4f}]"
-                   f"{r['confidently_slower']:>8}{r['ci_missing_1']:>7}{r['wall_s']:>8.1f}")
+                   f"{r['confidently_slower']:>8}{r['ci_missing_1']:>7}{r['wall_s']:>8.1f}"
+                   f"  ({r['wall_per_scenario_s']:.2f} s/scenario)")
     for r in rows:
         if r["label"].startswith("aa"):
             out.append(f"{r['label']}: per-scenario 95 % CIs that miss 1: {r['ci_missing_1']}/{r['timed']} "
@@ -87,10 +92,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="reports/ab-experiment")
     ap.add_argument("--skip-aa", action="store_true")
     ap.add_argument("--skip-planted", action="store_true")
+    ap.add_argument("--runners", action="store_true", help="the seed timed through the native runner against the "
+                    "seed timed through the Python host (and each runner against itself): no bias beyond A/A noise")
     ap.add_argument("--fast", metavar="BASELINE", help="also an A/A of this baseline against itself (e.g. fa3)")
     args = ap.parse_args(argv)
     rows = []
-    if not args.skip_aa:
+    if args.runners:
+        for cand, seed in (("native", "python"), ("python", "python"), ("native", "native")):
+            rows.append(experiment(str(SEED), args, f"aa-{cand}-vs-{seed}", runner=cand, seed_runner=seed))
+    elif not args.skip_aa:
         rows.append(experiment(str(SEED), args, "aa-seed"))
     if args.fast:
         rows.append(experiment(f"baseline:{args.fast}", args, f"aa-{args.fast}", comparator=args.fast))

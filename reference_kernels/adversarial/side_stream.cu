@@ -1,6 +1,7 @@
 // side_stream.cu -- the seed's correct work, enqueued on a private stream and never joined to p->stream.
 // Its outputs are right once the device is synchronised, but events on p->stream time nothing: the
-// harness must not report its (near-zero) time as a speed-up (host-time cross-check / full-device sync).
+// harness must not report its (near-zero) time as a speed-up (CUPTI sees its kernels outlast the events).
+// expect: hidden_work
 #include <cuda_runtime.h>
 
 #define solbench_attention_forward seed_attention_forward  // reuse the seed under another name

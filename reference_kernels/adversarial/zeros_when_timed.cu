@@ -1,7 +1,8 @@
 // zeros_when_timed.cu -- cheat class 2: the first call for each output buffer (the check) runs the seed;
 // every later call (the timed ones) only writes zeros, so no poison is left and it looks 10-100x faster.
-// The supervisor compares rows of every timed round's outputs with the fp32 reference.
-// expect: mismatch or nonfinite
+// The supervisor compares rows of every timed round's outputs with the fp32 reference (and calls the
+// checked copy twice: the second call, zeros, already differs from the first).
+// expect: mismatch or nonfinite or nondeterministic
 #include <set>
 
 #define solbench_attention_forward seed_forward

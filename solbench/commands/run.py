@@ -43,6 +43,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--runner", choices=("auto", "native", "python"), default="auto",
                         help="the process .cu implementations are timed in: native (solbench's runner, no Python "
                         "in it), python (the Python host); auto = native (default)")
+    parser.add_argument("--seed-runner", choices=("auto", "native", "python"),
+                        help="the seed's runner when it differs from --runner (a native-vs-Python A/A)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (scores, failures, per-scenario "
                         "rows, results path) instead of tables; progress goes to stderr")
 
@@ -74,7 +76,7 @@ def run(args) -> int:
         policy=policy_value(args.quick, args.policy), out_dir=args.out, timeout_s=args.timeout,
         resume=args.resume, retry_errors=args.retry_errors, filter=args.filter, max_scenarios=args.max_scenarios,
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib), runner=args.runner,
-        gpus=args.gpus, executor=args.executor, ray_address=args.ray_address, workers=args.workers,
+        seed_runner=args.seed_runner, gpus=args.gpus, executor=args.executor, ray_address=args.ray_address, workers=args.workers,
     )
 
     with RunProgress() as progress:

@@ -187,8 +187,10 @@ class NativeWorker:
         out = {"device_ms": raw["device_ms"], "host_ms": raw["host_ms"],
                "flags": round_flags(raw, self.description, self.policy.host_check_tolerance),
                "telemetry": sampler.summary()}
+        out["telemetry"]["runner"] = {k: self.description.get(k) for k in ("runner", "cupti", "cover", "notes")}
         if "kernels" in raw:
             out["telemetry"]["kernels"] = raw["kernels"]
+            out["telemetry"]["stray_kernels"] = raw.get("stray_kernels", 0)
         return out
 
     def _ask(self, line: str, timeout_s: float):

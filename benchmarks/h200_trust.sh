@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The trust boundary's GPU acceptance (issue 18), in phases that each fit one device call.
+# Run from the repository root on the GPU machine; results land in $OUT (or ./trust-out).
+#
+#   bash benchmarks/h200_trust.sh smoke        # the native runner: builds, CUPTI, the seed on smoke through it
+#   bash benchmarks/h200_trust.sh corpus       # every .cu cheat of reference_kernels/adversarial gets its status
+#   bash benchmarks/h200_trust.sh aa [FLAGS]   # the seed through the native runner vs the Python host (A/A)
+#   bash benchmarks/h200_trust.sh honest S..   # the seed through the native runner passes suites S.. (no false positives)
+set -uo pipefail
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+out="${OUT:-trust-out}"
+mkdir -p "$out"
+seed=reference_kernels/seed_attention.cu
+solbench() { python3 -m solbench "$@"; }
+# A vendor BLAS for dlopens_cublas.cu to load (torch's wheel brings one)
+cublas=$(find / -name 'libcublas.so*' -not -path '/proc/*' 2>/dev/null | head -1)
+export SOLBENCH_ADVERSARY_CUBLAS="$cublas"
+
+prebuild() {  # every .cu in parallel into the build cache, so the tests only load them
+  for f in "$@"; do solbench build "$f" --arch h200 > "/tmp/build-$(basename "$f").log" 2>&1 & done
+  wait
+}
+
+case "${1:-}" in
+  smoke)
+    python3 -c "from solbench.build.native import build_runner, cupti_library; print('runner', build_runner('h200')); print('cupti', cupti_library())"
+    solbench run "$seed" --suite smoke --baselines none --seed none --quick --runner native --json --out /tmp/native-smoke \
+      > "$out/native-smoke.json" 2> "$out/native-smoke.log"
+    echo "exit $?"; tail -3 "$out/native-smoke.log"
+    python3 - "$out/native-smoke.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print({k: d.get(k) for k in ("ok", "exit_code", "error", "status_counts")})
+for row in d.get("failed", [])[:12]:
+    print(row["scenario"], row["status"], (row["reason"] or "")[:160])
+PY
+    head -c 1500 /tmp/native-smoke/worker-candidate.log; echo
+    python3 -m pytest -q -m gpu tests/test_native_runner.py tests/test_seed_gpu.py -x 2>&1 | tail -3 ;;
+  corpus)
+    echo "cublas for the dlopen cheat: ${cublas:-none found}"
+    prebuild reference_kernels/adversarial/*.cu reference_kernels/examples/*.cu
+    timeout 420 python3 -m pytest -q -m gpu tests/test_trust_gpu.py ${K:+-k "$K"} --basetemp=/tmp/corpus-pytest 2>&1 \
+      | tee "$out/corpus.log" | tail -25
+    for f in /tmp/corpus-pytest/*/worker-candidate.log; do echo "$f:"; head -c 300 "$f"; echo; done 2>/dev/null | head -20 ;;
+  corpus-cli)  # the same corpus through `solbench run` (default runner), one line per cheat
+    prebuild reference_kernels/adversarial/*.cu reference_kernels/examples/*.cu
+    for f in reference_kernels/adversarial/*.cu reference_kernels/examples/*.cu; do
+      want=$(sed -n 's|^// expect: ||p' "$f")
+      [ -z "$want" ] && continue
+      solbench run "$f" --suite smoke --baselines none --seed none --quick --out "/tmp/cheat-$(basename "$f")" > /dev/null 2>&1
+      python3 - "/tmp/cheat-$(basename "$f")/results.json" "$(basename "$f")" "$want" <<'PY'
+import collections, json, sys
+d = json.load(open(sys.argv[1]))
+want = set(sys.argv[3].split(" or "))
+counts = collections.Counter(o["status"] for o in d["outcomes"])
+runner = {(o.get("measurements", {}).get("candidate") or {}).get("telemetry", {}).get("runner", {}).get("runner")
+          for o in d["outcomes"]} - {None}
+bad = [o for o in d["outcomes"] if o["status"] not in want]
+print(f"{sys.argv[2]:<28} {'OK ' if not bad else 'BAD'} want {sys.argv[3]:<36} got {dict(counts)} runner {runner or '-'}")
+for o in bad[:2]:
+    print("    ", o["scenario_id"][:50], o["status"], (o.get("reason") or "")[:140])
+PY
+    done ;;
+  diag)  # FILES: the cheats to run through both runners, with each one's measurement telemetry
+    shift
+    python3 - <<'PY'
+import os, subprocess
+from solbench.build.native import build_runner, cupti_library
+from solbench.build.nvcc import build
+so = build("reference_kernels/seed_attention.cu", "h200").so_path
+env = dict(os.environ, SOLBENCH_CUPTI_LIB=cupti_library() or "")
+p = subprocess.run([str(build_runner("h200")), f"so={so}", "cupti=1"], input="quit\n", capture_output=True,
+                   text=True, env=env, timeout=60)
+print("runner says:", p.stdout[:1500], "| stderr:", p.stderr[-800:], "| rc", p.returncode)
+PY
+    grep -rl "cupti_activity.h" /usr/local/cuda*/include /usr/local/cuda*/extras 2>/dev/null | head -3
+    for f in "$@"; do
+      for r in native python; do
+        solbench run "$f" --suite smoke --baselines none --seed none --quick --runner "$r" --max-scenarios 3 \
+          --out "/tmp/diag-$r-$(basename "$f")" > /dev/null 2>&1
+        python3 - "/tmp/diag-$r-$(basename "$f")/results.json" "$r" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for o in d["outcomes"]:
+    m = o.get("measurements", {}).get("candidate") or {}
+    t = m.get("telemetry", {})
+    print(sys.argv[2], o["scenario_id"][:40], o["status"], (o.get("reason") or "")[:90], m.get("flags"),
+          json.dumps(t.get("runner")), json.dumps(t.get("kernels"))[:300], t.get("stray_kernels"))
+PY
+      done
+    done ;;
+  aa)
+    shift
+    timeout -s INT "${AA_BUDGET:-540}" python3 benchmarks/ab_experiment.py --runners --suite "${SUITE:-real}" --out /tmp/ab-runners \
+      --skip-planted "$@" 2>&1 | grep -v -i warn | tail -12 | tee "$out/aa-runners.txt"
+    for d in /tmp/ab-runners/*/; do [ -f "$d/results.json" ] && cp "$d/results.json" "$out/$(basename "$d").json"; done ;;
+  honest)
+    shift
+    for s in "$@"; do
+      timeout -s INT "${HONEST_BUDGET:-300}" python3 -m solbench run "$seed" --suite "$s" --baselines none --seed none --quick --runner native --out "/tmp/honest-$s" \
+        > "/tmp/honest-$s.log" 2>&1
+      echo "== $s: exit $?"; grep -E "^suite|FAILED|passed" "/tmp/honest-$s.log" | head -4
+      cp "/tmp/honest-$s/results.json" "$out/honest-$s.json"
+    done ;;
+  *)
+    sed -n '2,9p' "$0"; exit 2 ;;
+esac
