@@ -41,7 +41,17 @@ PY
     prebuild reference_kernels/adversarial/*.cu reference_kernels/examples/*.cu
     timeout 420 python3 -m pytest -q -m gpu tests/test_trust_gpu.py ${K:+-k "$K"} --basetemp=/tmp/corpus-pytest 2>&1 \
       | tee "$out/corpus.log" | tail -25
-    for f in /tmp/corpus-pytest/*/worker-candidate.log; do echo "$f:"; head -c 300 "$f"; echo; done 2>/dev/null | head -20 ;;
+    for f in /tmp/corpus-pytest/*/results.json; do
+      python3 - "$f" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for o in d["outcomes"][:2]:
+    m = o.get("measurements", {}).get("candidate") or {}
+    t = m.get("telemetry", {})
+    print(sys.argv[1].split("/")[3][:50], o["status"], m.get("flags"), json.dumps(t.get("runner"))[:200],
+          json.dumps(t.get("kernels"))[:200])
+PY
+    done 2>&1 | head -20 ;;
   corpus-cli)  # the same corpus through `solbench run` (default runner), one line per cheat
     prebuild reference_kernels/adversarial/*.cu reference_kernels/examples/*.cu
     for f in reference_kernels/adversarial/*.cu reference_kernels/examples/*.cu; do

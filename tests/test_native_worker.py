@@ -123,6 +123,10 @@ def test_flags_from_raw_numbers():
     assert round_flags(_raw([1.0, 1.0], work=[0.99, 1.0]), FLOORS, 0.5) == []
     # one call whose kernels (any stream) outlast its events: enough, no majority needed
     assert round_flags(_raw([1.0, 1.0, 1.0], work=[0.99, 1.5, 1.0]), FLOORS, 0.5) == [WORK_OUTSIDE_EVENTS]
+    # kernels that ran before the cover's end or after the end mark (a private stream, a host thread)
+    assert round_flags({**_raw([0.1, 0.1], work=[0.05, 0.05]), "outside_ms": [0.0, 0.03]}, FLOORS, 0.5) == [
+        WORK_OUTSIDE_EVENTS]
+    assert round_flags({**_raw([0.1, 0.1], work=[0.05, 0.05]), "outside_ms": [0.0, 0.0005]}, FLOORS, 0.5) == []
     # no CUPTI: the host-gap rule of the Python host, a majority of the round
     assert round_flags(_raw([0.1, 0.1, 0.1], host=[2.0, 2.0, 0.2], span=[0.1] * 3), FLOORS, 0.5) == [HOST_GAP]
     assert round_flags(_raw([0.1, 0.1, 0.1], host=[2.0, 0.2, 0.2], span=[0.1] * 3), FLOORS, 0.5) == []

@@ -32,6 +32,9 @@ between timed calls."""
 SPAN_TOLERANCE = 0.02
 SPAN_SLACK_MS = 0.005
 """A call's kernels may span its events by this share plus this much (timestamp granularity) and no more."""
+OUTSIDE_SLACK_MS = 0.001
+"""A call's kernels may start before the cover's end, or end after the end mark, by this much and no more
+(CUPTI's timestamps of kernels on one stream are exact to well under a microsecond)."""
 
 _FIELDS = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_kv", "kv_lens", "page_table", "sinks",
            "mask_bits", "q_descale", "k_descale", "v_descale")
@@ -66,8 +69,9 @@ def round_flags(raw: dict, floors: dict, tolerance: float) -> list[str]:
         flags.add(HOST_GAP)
     spans = raw.get("work_span_ms")
     if spans is not None:
-        outside = [work > dev * (1 + SPAN_TOLERANCE) + SPAN_SLACK_MS for work, dev in zip(spans, raw["device_ms"])]
-        if any(outside) or raw.get("stray_kernels", 0):
+        longer = [work > dev * (1 + SPAN_TOLERANCE) + SPAN_SLACK_MS for work, dev in zip(spans, raw["device_ms"])]
+        outside = [ms > OUTSIDE_SLACK_MS for ms in raw.get("outside_ms", ())]
+        if any(longer) or any(outside) or raw.get("stray_kernels", 0):
             flags.add(WORK_OUTSIDE_EVENTS)
     return sorted(flags)
 

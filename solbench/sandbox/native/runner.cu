@@ -60,6 +60,10 @@ extern "C" __global__ void solbench_runner_spin(long long cycles) {
     while (spent < cycles) spent = clock64() - start;
 }
 
+// Launched right after the end event when CUPTI records: its start marks, in CUPTI's clock, the end of the
+// call's window (the cover spin's end marks its start), so every record of the call can be placed in it.
+extern "C" __global__ void solbench_runner_mark() {}
+
 // ------------------------------------------------------------------ small helpers
 
 static FILE* g_replies = nullptr;
@@ -295,7 +299,7 @@ static std::vector<KernelRecord> cupti_take() {
     std::vector<KernelRecord> out;
     if (!g_cupti.on) return out;
 #if SOLBENCH_HAVE_CUPTI
-    g_cupti.api.flush_all(0);
+    g_cupti.api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // the current buffer too, however full
 #endif
     std::lock_guard<std::mutex> lock(g_cupti.mu);
     out.swap(g_cupti.records);
@@ -424,6 +428,7 @@ static std::string bind_copy(const Candidate& cand, const char* line, Copy* out)
 struct Raw {
     double device_ms, host_ms, launch_ms, cover_ms, span_ms, issued_ms;
     double work_span_ms;  // CUPTI: first start to last end of the candidate's own work; -1 without CUPTI
+    double outside_ms;    // CUPTI: how long its work ran before the cover's end or after the end mark
     int code;             // the entry point's return value
 };
 
@@ -551,7 +556,7 @@ struct Timer {
     Raw iterate(Call call, bool do_flush, bool own_work) {
         if (do_flush) flush();
         check_cuda("cudaStreamSynchronize", cudaStreamSynchronize(0));
-        if (own_work) stray += count_stray(cupti_take());  // between iterations only the runner's own work runs
+        if (own_work) stray += count_stray(cupti_take(), do_flush);  // between calls only the runner's flush runs
         double cover_ms = cover_for();
         double t0 = now_ms();
         cudaEventRecord(g0, 0);
@@ -561,6 +566,8 @@ struct Timer {
         int code = call();
         double tr = now_ms();
         cudaEventRecord(end, 0);
+        bool marked = own_work && g_cupti.on;
+        if (marked) solbench_runner_mark<<<1, 1>>>();  // after the end event: never timed
         cudaError_t err = cudaDeviceSynchronize();
         double t1 = now_ms();
         if (err != cudaSuccess) fail_cuda("the candidate's call", err);
@@ -568,38 +575,57 @@ struct Timer {
         if (launches.size() > 32) launches.pop_front();
         double held = elapsed(g0, start);
         if (cover_ms > 0) observe_cover(cover_ms, held);
-        Raw r{elapsed(start, end), t1 - t0, tr - tc, held, elapsed(g0, end), tr - t0, -1.0, code};
-        if (own_work && g_cupti.on) r.work_span_ms = candidate_span(cupti_take(), cover_ms > 0);
+        Raw r{elapsed(start, end), t1 - t0, tr - tc, held, elapsed(g0, end), tr - t0, -1.0, 0.0, code};
+        if (marked) place_records(cupti_take(), cover_ms > 0, &r);
         return r;
     }
 
-    // Records that are not the runner's own kernels (flush, spin): the candidate's work outside any call.
-    static int count_stray(const std::vector<KernelRecord>& recs) {
+    static bool one_thread(const KernelRecord& k) {
+        return k.grid[0] == 1 && k.grid[1] == 1 && k.grid[2] == 1 && k.block[0] == 1 && k.block[1] == 1 && k.block[2] == 1;
+    }
+
+    // Records between calls that are not the runner's own flush (at most one write and one read kernel,
+    // matched by name and launch shape, so a candidate kernel named like them is still counted).
+    int count_stray(std::vector<KernelRecord> recs, bool flushed) const {
         int n = 0;
-        for (auto& k : recs) n += k.name.rfind("solbench_runner_", 0) != 0;
+        bool write_left = flushed && cfg.flush_write, read_left = flushed && cfg.flush_read;
+        for (auto& k : recs) {
+            bool shape = k.grid[0] == flush_blocks && k.block[0] == 512 && !k.copy;
+            if (shape && write_left && k.name == "solbench_runner_flush_write") { write_left = false; continue; }
+            if (shape && read_left && k.name == "solbench_runner_flush_read") { read_left = false; continue; }
+            ++n;
+        }
         return n;
     }
 
-    // The candidate's records of one iteration: all of them less the runner's own spin (at most one);
-    // their span from the first start to the last end, in ms.
-    double candidate_span(std::vector<KernelRecord> recs, bool covered) {
-        if (covered) {
-            for (size_t i = 0; i < recs.size(); ++i)
-                if (recs[i].name == "solbench_runner_spin" && recs[i].grid[0] == 1 && recs[i].block[0] == 1) {
-                    recs.erase(recs.begin() + i);
-                    break;
-                }
+    // One iteration's records: the cover spin (its end opens the call's window), the end mark (its start
+    // closes it) and the candidate's own work. Named look-alikes launched by the candidate only narrow the
+    // window (the latest-ending spin, the earliest-starting mark are taken), so spoofing them never helps.
+    void place_records(std::vector<KernelRecord> recs, bool covered, Raw* r) {
+        long spin = -1, mark = -1;
+        for (size_t i = 0; i < recs.size(); ++i) {
+            if (!one_thread(recs[i])) continue;
+            if (covered && recs[i].name == "solbench_runner_spin" && (spin < 0 || recs[i].end_ns > recs[spin].end_ns)) spin = i;
+            if (recs[i].name == "solbench_runner_mark" && (mark < 0 || recs[i].start_ns < recs[mark].start_ns)) mark = i;
         }
-        last_kernels = recs;
-        if (recs.empty()) return 0.0;
-        unsigned long long lo = recs[0].start_ns, hi = recs[0].end_ns;
-        for (auto& k : recs) lo = std::min(lo, k.start_ns), hi = std::max(hi, k.end_ns);
-        return (hi - lo) / 1e6;
+        unsigned long long opens = spin >= 0 ? recs[spin].end_ns : 0, closes = mark >= 0 ? recs[mark].start_ns : ~0ull;
+        std::vector<KernelRecord> own;
+        for (size_t i = 0; i < recs.size(); ++i)
+            if ((long)i != spin && (long)i != mark) own.push_back(recs[i]);
+        last_kernels = own;
+        r->work_span_ms = 0.0;
+        if (own.empty()) return;
+        unsigned long long lo = own[0].start_ns, hi = own[0].end_ns;
+        for (auto& k : own) lo = std::min(lo, k.start_ns), hi = std::max(hi, k.end_ns);
+        r->work_span_ms = (hi - lo) / 1e6;
+        double before = lo < opens ? (opens - lo) / 1e6 : 0.0, after = hi > closes ? (hi - closes) / 1e6 : 0.0;
+        r->outside_ms = before + after;
     }
 };
 
 static Timer g_timer;
 static Candidate g_cand;
+static bool g_after_round = false;  // the previous command was a round
 
 static int call_copy(size_t i) { return g_cand.forward(&g_copies[i].p); }
 
@@ -635,29 +661,33 @@ static void cmd_round(const std::vector<int>& order) {
     bool carve_out = g_timer.persisting_l2_set();
     cudaEventRecord(g_timer.g0, 0);
     cudaDeviceSynchronize();
-    cupti_take();  // what warm-up and earlier commands left; from here every record is accounted for
+    // What came since the last command: after a round of ours, anything but the runner's own is the
+    // candidate's work landing late (a host thread); after warm-up or a check it is their own work.
     g_timer.stray = 0;
-    std::vector<double> dev, host, launch, cover, span, issued, work;
+    std::vector<KernelRecord> pending = cupti_take();
+    if (g_after_round) g_timer.stray += g_timer.count_stray(pending, false);
+    std::vector<double> dev, host, launch, cover, span, issued, work, outside;
     std::string forbidden;
     for (int i : order) {
         Raw r = g_timer.iterate([&] { return call_copy(i + 1); }, g_timer.cfg.cold_l2, true);
         if (r.code) return reply("error", code_text(r.code));
         dev.push_back(r.device_ms), host.push_back(r.host_ms), launch.push_back(r.launch_ms);
         cover.push_back(r.cover_ms), span.push_back(r.span_ms), issued.push_back(r.issued_ms);
-        work.push_back(r.work_span_ms);
+        work.push_back(r.work_span_ms), outside.push_back(r.outside_ms);
         for (auto& k : g_timer.last_kernels)
             if (forbidden.empty() && !k.copy) forbidden = forbidden_kernel(g_timer.cfg, k.name);
     }
     carve_out = g_timer.persisting_l2_set() || carve_out;
     check_cuda("after the round", cudaDeviceSynchronize());
-    g_timer.stray += Timer::count_stray(cupti_take());  // work the last call left to land after it
+    g_timer.stray += g_timer.count_stray(cupti_take(), false);  // work the last call left to land after it
     if (!forbidden.empty()) return reply("forbidden", forbidden);
     std::string body = "{\"device_ms\":" + json_list(dev) + ",\"host_ms\":" + json_list(host) +
                        ",\"launch_ms\":" + json_list(launch) + ",\"cover_ms\":" + json_list(cover) +
                        ",\"span_ms\":" + json_list(span) + ",\"issued_ms\":" + json_list(issued) +
                        ",\"flags\":" + (carve_out ? "[\"persisting_l2\"]" : "[]");
     if (g_cupti.on)
-        body += ",\"work_span_ms\":" + json_list(work) + ",\"kernels\":" + kernels_json(g_timer.last_kernels) +
+        body += ",\"work_span_ms\":" + json_list(work) + ",\"outside_ms\":" + json_list(outside) +
+                ",\"kernels\":" + kernels_json(g_timer.last_kernels) +
                 ",\"stray_kernels\":" + std::to_string(g_timer.stray);
     reply("ok", body + "}");
 }
@@ -818,6 +848,7 @@ int main(int argc, char** argv) {
         sscanf(line, "%63s%n", cmd, &used);
         std::string c = cmd;
         if (c == "quit") break;
+        bool round_cmd = c == "round";
         if (c == "prepare") cmd_prepare(atoi(line + used));
         else if (c == "check") cmd_check(atoi(line + used) != 0);
         else if (c == "warm_up") cmd_warm_up();
@@ -833,6 +864,7 @@ int main(int argc, char** argv) {
         } else {
             reply("error", "unknown command " + c);
         }
+        g_after_round = round_cmd;
     }
     release_all();
     return 0;
