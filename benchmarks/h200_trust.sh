@@ -85,7 +85,7 @@ print("runner says:", p.stdout[:1500], "| stderr:", p.stderr[-800:], "| rc", p.r
 PY
     grep -rl "cupti_activity.h" /usr/local/cuda*/include /usr/local/cuda*/extras 2>/dev/null | head -3
     for f in "$@"; do
-      for r in native python; do
+      for r in ${RUNNERS:-native python}; do
         solbench run "$f" --suite smoke --baselines none --seed none --quick --runner "$r" --max-scenarios 3 \
           --out "/tmp/diag-$r-$(basename "$f")" > /dev/null 2>&1
         python3 - "/tmp/diag-$r-$(basename "$f")/results.json" "$r" <<'PY'
@@ -95,7 +95,7 @@ for o in d["outcomes"]:
     m = o.get("measurements", {}).get("candidate") or {}
     t = m.get("telemetry", {})
     print(sys.argv[2], o["scenario_id"][:40], o["status"], (o.get("reason") or "")[:90], m.get("flags"),
-          json.dumps(t.get("runner")), json.dumps(t.get("kernels"))[:300], t.get("stray_kernels"))
+          json.dumps(t.get("kernels"))[:200], t.get("stray_kernels"), json.dumps(t.get("cupti")))
 PY
       done
     done ;;
@@ -106,6 +106,11 @@ PY
     for d in /tmp/ab-runners/*/; do [ -f "$d/results.json" ] && cp "$d/results.json" "$out/$(basename "$d").json"; done ;;
   honest)
     shift
+    for f in reference_kernels/examples/retiled_seed.cu reference_kernels/examples/workspace_seed.cu; do
+      solbench run "$f" --suite smoke --baselines none --quick --runner native --out "/tmp/honest-$(basename "$f")" \
+        > "/tmp/honest-$(basename "$f").log" 2>&1
+      echo "== $(basename "$f") vs the seed on smoke: exit $?"; grep -E "^suite|FAILED|geomean" "/tmp/honest-$(basename "$f").log" | head -3
+    done
     for s in "$@"; do
       timeout -s INT "${HONEST_BUDGET:-300}" python3 -m solbench run "$seed" --suite "$s" --baselines none --seed none --quick --runner native --out "/tmp/honest-$s" \
         > "/tmp/honest-$s.log" 2>&1

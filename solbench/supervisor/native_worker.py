@@ -195,6 +195,7 @@ class NativeWorker:
         if "kernels" in raw:
             out["telemetry"]["kernels"] = raw["kernels"]
             out["telemetry"]["stray_kernels"] = raw.get("stray_kernels", 0)
+            out["telemetry"]["cupti"] = {k: raw.get(k) for k in ("work_span_ms", "outside_ms", "cover_ms", "launch_ms")}
         return out
 
     def _ask(self, line: str, timeout_s: float):
