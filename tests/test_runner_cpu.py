@@ -4,6 +4,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from pathlib import Path
 
 from solbench.front.cli import main
 from solbench.core.model import Status
@@ -181,10 +182,27 @@ def test_caching_by_pointer_is_caught_on_a_timed_call(tmp_path):
     result = run(RunConfig(candidate="tests/data/candidates/caches_by_pointer.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=3))
     assert all(o.status is Status.UNWRITTEN for o in result.outcomes)
-    # The first scenario's buffers are all new, so only the supervisor's check of the timed calls can
-    # catch it there (later scenarios may reuse freed addresses it has already seen, and fail on their
-    # first call).
-    assert result.outcomes[0].reason.startswith("while timing: timed call on input copy")
+    # The first scenario's buffers are all new, so its first call is honest: the second call on the checked
+    # copy (the determinism check) is the first to catch it (later scenarios may reuse freed addresses it
+    # has already seen, and fail on their first call).
+    assert result.outcomes[0].reason.startswith("second checked call: ")
+
+
+def test_caching_by_pointer_is_caught_on_a_timed_call_too(tmp_path):
+    """A candidate that caches only after its first two calls per buffer passes both checked calls; the
+    supervisor's check of the timed calls catches it."""
+    source = Path("tests/data/candidates/caches_by_pointer.py").read_text()
+    late = tmp_path / "caches_after_two_calls.py"
+    here = str(Path("tests/data/candidates/x.py").resolve())
+    late.write_text(source.replace("Path(__file__).resolve().parents[3]", f"Path({here!r}).parents[3]")
+                    .replace("_seen = set()", "_seen = {}").replace(
+        "    if key in _seen:\n        return\n    _seen.add(key)\n",
+        "    _seen[key] = _seen.get(key, 0) + 1\n    if _seen[key] > 2:\n        return\n"))
+    assert "_seen[key] > 2" in late.read_text()
+    result = run(RunConfig(candidate=str(late), suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path / "run",
+                           max_scenarios=1))
+    (outcome,) = result.outcomes
+    assert outcome.status is Status.UNWRITTEN and outcome.reason.startswith("while timing: timed call on input copy")
 
 
 def test_a_baseline_can_be_the_candidate(tmp_path):

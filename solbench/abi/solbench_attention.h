@@ -152,6 +152,8 @@ extern "C" {
 SOLBENCH_EXPORT int solbench_attention_forward(const SolbenchAttentionParams* p);
 /* Optional: bytes of workspace the call needs (p is filled except workspace*). */
 SOLBENCH_EXPORT size_t solbench_attention_workspace_size(const SolbenchAttentionParams* p);
+/* Optional: define `SOLBENCH_EXPORT const int solbench_nondeterministic = 1;` when two calls on the same
+   inputs may differ in their bits (atomics); otherwise solbench requires bit-identical repeated calls. */
 #ifdef __cplusplus
 }
 #endif

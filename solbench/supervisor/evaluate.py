@@ -195,15 +195,14 @@ def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse,
     failure = _outside_outputs(check_copy, before, key, "the second checked call")
     if failure:
         return (*failure, None)
+    again = judge(check_copy.out, check_copy.lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"])
+    if again.status is not Status.PASSED:  # the second output must pass on its own (unwritten, wrong, ...)
+        return again.status, f"second checked call: {again.reason}", again.error
     differ = _bits_differ(first[0], check_copy.out) + (_bits_differ(first[1], check_copy.lse) if info["writes_lse"] else 0)
     if differ and deterministic:
         return Status.NONDETERMINISTIC, (f"two checked calls on the same inputs differ in {differ} output elements "
                                          "(a race, uninitialised memory, or atomics; a kernel that is meant to be "
                                          "non-deterministic declares it: see the README's Candidates section)"), verdict.error
-    if differ:  # declared: the second output must pass on its own
-        again = judge(check_copy.out, check_copy.lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"])
-        if again.status is not Status.PASSED:
-            return again.status, f"second checked call: {again.reason}", again.error
     return verdict.status, verdict.reason, verdict.error
 
 
