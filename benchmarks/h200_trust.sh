@@ -6,15 +6,13 @@
 #   bash benchmarks/h200_trust.sh corpus       # every .cu cheat of reference_kernels/adversarial gets its status
 #   bash benchmarks/h200_trust.sh aa [FLAGS]   # the seed through the native runner vs the Python host (A/A)
 #   bash benchmarks/h200_trust.sh honest S..   # the seed through the native runner passes suites S.. (no false positives)
+#   bash benchmarks/h200_trust.sh diag FILE..  # each candidate through both runners, with its CUPTI numbers
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 out="${OUT:-trust-out}"
 mkdir -p "$out"
 seed=reference_kernels/seed_attention.cu
 solbench() { python3 -m solbench "$@"; }
-# A vendor BLAS for dlopens_cublas.cu to load (torch's wheel brings one)
-cublas=$(find / -name 'libcublas.so*' -not -path '/proc/*' 2>/dev/null | head -1)
-export SOLBENCH_ADVERSARY_CUBLAS="$cublas"
 
 prebuild() {  # every .cu in parallel into the build cache, so the tests only load them
   for f in "$@"; do solbench build "$f" --arch h200 > "/tmp/build-$(basename "$f").log" 2>&1 & done
@@ -37,6 +35,9 @@ PY
     head -c 1500 /tmp/native-smoke/worker-candidate.log; echo
     python3 -m pytest -q -m gpu tests/test_native_runner.py tests/test_seed_gpu.py -x 2>&1 | tail -3 ;;
   corpus)
+    # a vendor BLAS for dlopens_cublas.cu to load (the toolkit's, or torch's wheel's)
+    cublas=$(find / -name 'libcublas.so*' -not -path '/proc/*' 2>/dev/null | head -1)
+    export SOLBENCH_ADVERSARY_CUBLAS="$cublas"
     echo "cublas for the dlopen cheat: ${cublas:-none found}"
     prebuild reference_kernels/adversarial/*.cu reference_kernels/examples/*.cu
     timeout 420 python3 -m pytest -q -m gpu tests/test_trust_gpu.py ${K:+-k "$K"} --basetemp=/tmp/corpus-pytest 2>&1 \
@@ -52,25 +53,6 @@ for o in d["outcomes"][:2]:
           json.dumps(t.get("kernels"))[:200])
 PY
     done 2>&1 | head -20 ;;
-  corpus-cli)  # the same corpus through `solbench run` (default runner), one line per cheat
-    prebuild reference_kernels/adversarial/*.cu reference_kernels/examples/*.cu
-    for f in reference_kernels/adversarial/*.cu reference_kernels/examples/*.cu; do
-      want=$(sed -n 's|^// expect: ||p' "$f")
-      [ -z "$want" ] && continue
-      solbench run "$f" --suite smoke --baselines none --seed none --quick --out "/tmp/cheat-$(basename "$f")" > /dev/null 2>&1
-      python3 - "/tmp/cheat-$(basename "$f")/results.json" "$(basename "$f")" "$want" <<'PY'
-import collections, json, sys
-d = json.load(open(sys.argv[1]))
-want = set(sys.argv[3].split(" or "))
-counts = collections.Counter(o["status"] for o in d["outcomes"])
-runner = {(o.get("measurements", {}).get("candidate") or {}).get("telemetry", {}).get("runner", {}).get("runner")
-          for o in d["outcomes"]} - {None}
-bad = [o for o in d["outcomes"] if o["status"] not in want]
-print(f"{sys.argv[2]:<28} {'OK ' if not bad else 'BAD'} want {sys.argv[3]:<36} got {dict(counts)} runner {runner or '-'}")
-for o in bad[:2]:
-    print("    ", o["scenario_id"][:50], o["status"], (o.get("reason") or "")[:140])
-PY
-    done ;;
   diag)  # FILES: the cheats to run through both runners, with each one's measurement telemetry
     shift
     python3 - <<'PY'
@@ -118,5 +100,5 @@ PY
       cp "/tmp/honest-$s/results.json" "$out/honest-$s.json"
     done ;;
   *)
-    sed -n '2,9p' "$0"; exit 2 ;;
+    sed -n '2,10p' "$0"; exit 2 ;;
 esac

@@ -19,6 +19,8 @@ INCLUDE_DIR = HEADER_PATH.parent
 ENTRY_POINT = "solbench_attention_forward"
 WORKSPACE_QUERY = "solbench_attention_workspace_size"
 VERSION_SYMBOL = "solbench_abi_version"
+NONDETERMINISTIC_SYMBOL = "solbench_nondeterministic"
+"""Optional export: two calls on the same inputs may differ in their bits (the header says how)."""
 
 DTYPE_CODES = {"bf16": 0, "fp16": 1, "fp8_e4m3": 2}
 DESCALE_CODES = {"none": 0, "per_tensor": 1, "per_head": 2}

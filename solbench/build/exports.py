@@ -17,11 +17,12 @@ from solbench import abi
 from solbench.core.errors import LoadError
 
 
-def check_exports(so_path, source=None) -> None:
-    """Raise LoadError when the library lacks the entry point or the ABI version symbol."""
+def check_exports(so_path, source=None) -> set[str] | None:
+    """Raise LoadError when the library lacks the entry point or the ABI version symbol; else the names it
+    exports (None without `nm`), for the caller's other questions about them."""
     defined = exported_symbols(so_path)
     if defined is None:
-        return
+        return None
     where = source or so_path
     if abi.ENTRY_POINT not in defined:
         cxx = [n for n in _demangled(defined) if n.startswith(abi.ENTRY_POINT + "(")]
@@ -31,6 +32,7 @@ def check_exports(so_path, source=None) -> None:
     if abi.VERSION_SYMBOL not in defined:
         raise LoadError(f"{where}: the built library has no `{abi.VERSION_SYMBOL}` symbol; "
                         "#include \"solbench_attention.h\" in the kernel source (it defines the symbol) and rebuild")
+    return defined
 
 
 def exported_symbols(so_path) -> set[str] | None:

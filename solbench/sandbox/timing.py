@@ -108,6 +108,11 @@ def host_gap(span_ms: float, host_ms: float, issued_ms: float, floor_ms: float, 
     return excess - explained > slack_ms and explained < (1.0 - tolerance) * excess
 
 
+def gap_in_batch(gaps: Sequence[bool]) -> bool:
+    """A batch shows a host gap when most of its samples do (a lone slow sample is jitter)."""
+    return sum(gaps) * 2 > len(gaps)
+
+
 def cover_for(launch_ms: Sequence[float], cap_ms: float) -> float:
     """Cover = 1.25 x the 90th percentile of recent launch times + 5 us, at most cap_ms: long enough that
     the start event and the kernel sit queued together (so the gap is not timed), short enough that
@@ -177,7 +182,7 @@ class Timer:
             samples = [self._iterate(self._next(calls), self.policy.cold_l2) for _ in range(n)]
             carve_out = (self._ops is not None and self._ops.persisting_l2_set()) or carve_out
         gaps = [self._gap(s) for s in samples]
-        majority = sum(gaps) * 2 > len(samples)
+        majority = gap_in_batch(gaps)
         out = []
         for s, gap in zip(samples, gaps):
             flags = ((HOST_GAP,) if gap and majority else ()) + ((PERSISTING_L2,) if carve_out else ())

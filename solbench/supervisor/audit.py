@@ -87,7 +87,7 @@ class TimedCopies:
             if self.audited:
                 self.fingerprints[i] = input_fingerprint(self.copies[i], self.key)
             self.copies[i].poison()
-        _sync(self.copies[0])
+        sync_outputs(self.copies[0])
 
     def after_round(self, order: list[int], round_index: int) -> None:
         """Check the candidate's copies just called (raise AuditFailure)."""
@@ -102,10 +102,9 @@ class TimedCopies:
 
         inp = self.copies[i]
         where = f"timed call on input copy {i} in round {round_index + 1}"
-        damaged = [name for name in ("out", "lse") if guard_damage(getattr(inp, name))]
+        damaged = damaged_guards(inp)
         if damaged:
-            raise AuditFailure(Status.OUT_OF_BOUNDS, f"{where} wrote past the ends of {', '.join(damaged)}: "
-                                                     "the guard bytes changed")
+            raise AuditFailure(Status.OUT_OF_BOUNDS, f"{where} wrote past the ends of {damaged}: the guard bytes changed")
         if bool(poisoned(inp.out).any()) or (self.writes_lse and bool(poisoned(inp.lse).any())):
             raise AuditFailure(Status.UNWRITTEN, f"{where} left its freshly poisoned outputs unwritten (work skipped)")
         touched = changed_inputs(self.fingerprints[i], input_fingerprint(inp, self.key))
@@ -136,6 +135,11 @@ def clock_gap(candidate_rounds, trusted_rounds) -> bool:
     return sum(hidden) * 2 > len(hidden)
 
 
+def damaged_guards(inp: Inputs) -> str:
+    """'out (N bytes), lse (M bytes)' for the output buffers whose guard bytes changed; '' when none did."""
+    return ", ".join(f"{name} ({n} bytes)" for name in ("out", "lse") if (n := guard_damage(getattr(inp, name))))
+
+
 def changed_inputs(before: dict, after: dict) -> list[str]:
     """Names of the input tensors whose fingerprints differ."""
     return [name for name, value in before.items() if after.get(name) != value]
@@ -147,7 +151,7 @@ def _index(tokens, device):
     return torch.tensor(tokens, dtype=torch.long, device=device)
 
 
-def _sync(inp: Inputs) -> None:
+def sync_outputs(inp: Inputs) -> None:
     """Make the supervisor's writes visible before a worker runs on the same memory."""
     if inp.out.device.type == "cuda":
         import torch

@@ -18,7 +18,8 @@ from solbench.core.model import Measurement, Outcome, Status
 from solbench.core.policy import TimingPolicy
 from solbench.core.scenario import Scenario
 from solbench.sandbox.worker import Worker, WorkerFailure
-from solbench.supervisor.audit import CLOCK_GAP, AuditFailure, TimedCopies, changed_inputs, clock_gap, scenario_rng
+from solbench.supervisor.audit import (CLOCK_GAP, AuditFailure, TimedCopies, changed_inputs, clock_gap,
+                                       damaged_guards, scenario_rng, sync_outputs)
 
 TRACE = os.environ.get("SOLBENCH_TRACE", "")
 """'1' prints phase times to stderr; any other non-empty value is a file they are appended to."""
@@ -187,7 +188,7 @@ def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse,
         return verdict.status, verdict.reason, verdict.error
     first = (check_copy.out.clone(), check_copy.lse.clone())
     check_copy.poison()
-    _sync_device(check_copy)
+    sync_outputs(check_copy)
     try:
         worker.request("check", {"keep": False}, timeout_s)
     except WorkerFailure as exc:
@@ -208,12 +209,11 @@ def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse,
 
 def _outside_outputs(inputs, before: dict, key: int, what: str):
     """(status, reason) when a call wrote past its outputs or changed its inputs; None when it did neither."""
-    from solbench.core.tensors import guard_damage
     from solbench.supervisor.inputs import input_fingerprint
 
-    damaged = [f"{name} ({n} bytes)" for name in ("out", "lse") if (n := guard_damage(getattr(inputs, name)))]
+    damaged = damaged_guards(inputs)
     if damaged:
-        return Status.OUT_OF_BOUNDS, f"{what} wrote past the ends of {', '.join(damaged)}: the guard bytes changed"
+        return Status.OUT_OF_BOUNDS, f"{what} wrote past the ends of {damaged}: the guard bytes changed"
     touched = changed_inputs(before, input_fingerprint(inputs, key))
     if touched:
         return Status.MISMATCH, f"the candidate modified its inputs in place: {', '.join(touched)}"
@@ -226,13 +226,6 @@ def _bits_differ(a, b) -> int:
 
     as_int = {2: torch.int16, 4: torch.int32, 1: torch.uint8}[a.element_size()]
     return int((a.view(as_int) != b.view(as_int)).sum())
-
-
-def _sync_device(inputs) -> None:
-    if inputs.out.device.type == "cuda":
-        import torch
-
-        torch.cuda.synchronize(inputs.out.device)
 
 
 def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:

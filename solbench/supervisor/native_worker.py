@@ -23,7 +23,7 @@ from pathlib import Path
 
 from solbench.core.policy import TimingPolicy
 from solbench.sandbox.impls import ImplSpec
-from solbench.sandbox.timing import HOST_GAP, PERSISTING_L2, host_gap
+from solbench.sandbox.timing import HOST_GAP, gap_in_batch, host_gap
 from solbench.sandbox.worker import WorkerFailure, _describe_exit
 
 WORK_OUTSIDE_EVENTS = "work_outside_events"
@@ -50,13 +50,10 @@ def runner_argv(runner: Path, spec: ImplSpec, policy: TimingPolicy, device_index
 
 def copy_line(inputs) -> str:
     """One 'copy' line: the parameter struct as solbench.abi fills it, then each pointer field's IPC token."""
-    import ctypes
-
     from solbench import abi
     from solbench.gpu import ipc
 
-    params = abi.params_from_inputs(inputs)
-    struct = bytes(ctypes.string_at(ctypes.addressof(params), ctypes.sizeof(params))).hex()
+    struct = bytes(abi.params_from_inputs(inputs)).hex()
     return " ".join(["copy", struct, *(ipc.token(getattr(inputs, name)) for name in _FIELDS)])
 
 
@@ -65,7 +62,7 @@ def round_flags(raw: dict, floors: dict, tolerance: float) -> list[str]:
     gaps = [host_gap(span, host, issued, floors["host_floor_ms"], tolerance, floors["host_gap_slack_ms"])
             for span, host, issued in zip(raw["span_ms"], raw["host_ms"], raw["issued_ms"])]
     flags = set(raw.get("flags", ()))
-    if sum(gaps) * 2 > len(gaps):
+    if gap_in_batch(gaps):
         flags.add(HOST_GAP)
     spans = raw.get("work_span_ms")
     if spans is not None:

@@ -21,8 +21,8 @@ _BLOCKS = (ast.If, ast.Try, ast.With, ast.For, ast.While) + ((ast.TryStar,) if h
 """Statements whose bodies still run at module level (a `forward` defined under `if` or `try` counts)."""
 
 
-def check_python_candidate(path: str | Path) -> None:
-    """Raise LoadError unless `path` parses and binds `forward` at module level."""
+def check_python_candidate(path: str | Path) -> ast.Module:
+    """Raise LoadError unless `path` parses and binds `forward` at module level; else its syntax tree."""
     path = Path(path)
     try:
         source = path.read_bytes()
@@ -38,12 +38,12 @@ def check_python_candidate(path: str | Path) -> None:
     if not _binds(tree.body, ENTRY):
         raise LoadError(f"{path}: defines no top-level `{ENTRY}`; add `def {ENTRY}(inputs):` that writes "
                         "inputs.out and inputs.lse in place")
+    return tree
 
 
-def declares_nondeterministic(path: str | Path) -> bool:
-    """Whether the module sets `NONDETERMINISTIC = True` at top level (read from its source, never run):
-    two calls on the same inputs may then differ in their bits."""
-    tree = ast.parse(Path(path).read_bytes(), filename=str(path))
+def declares_nondeterministic(tree: ast.Module) -> bool:
+    """Whether the module (its syntax tree, check_python_candidate's) sets `NONDETERMINISTIC = True` at top
+    level: two calls on the same inputs may then differ in their bits."""
     return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is True
                and any(isinstance(t, ast.Name) and t.id == "NONDETERMINISTIC" for t in node.targets)
                for node in tree.body)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from solbench import __version__
+from solbench import __version__, abi
 from solbench.core.errors import ConfigError
 from solbench.core.paths import KERNELS_DIR
 from solbench.sandbox.impls import ImplSpec, candidate_kind
@@ -154,21 +154,19 @@ def _source_spec(name: str, path: str, arch: str, config: RunConfig, candidate: 
 
         so_path = build(path, arch, extra_flags=config.build_flags if candidate else ()).so_path if path.endswith(".cu") else path
         # Prebuilt .so files too: the entry point and the library policy are about the binary, however it was made.
-        check_exports(so_path, source=path)
+        defined = check_exports(so_path, source=path)
         check_binary(so_path, allow=config.allow_libs if candidate else ())
         chosen = (config.runner if candidate else config.seed_runner or config.runner)
         runner = "native" if chosen in ("auto", "native") else "python"
         allow = tuple(config.allow_libs) if candidate else ()
-        from solbench.build.exports import exported_symbols
-
-        deterministic = "solbench_nondeterministic" not in (exported_symbols(so_path) or ())
+        deterministic = abi.NONDETERMINISTIC_SYMBOL not in (defined or ())
         return ImplSpec(name, "cu", str(Path(so_path).resolve()), Path(path).name, runner=runner, allow=allow,
                         deterministic=deterministic)
     from solbench.supervisor.python_source import check_python_candidate, declares_nondeterministic
 
-    check_python_candidate(path)  # read, never imported here: only its worker runs candidate code
+    tree = check_python_candidate(path)  # read, never imported here: only its worker runs candidate code
     return ImplSpec(name, kind, str(Path(path).resolve()), Path(path).name,
-                    deterministic=not declares_nondeterministic(path))
+                    deterministic=not declares_nondeterministic(tree))
 
 
 def new_run_id(candidate: str, suite: str) -> str:

@@ -804,11 +804,14 @@ static void cmd_prepare(int n) {
     reply("ok", "{\"writes_lse\":true}");
 }
 
+// policy.l2_flush's name for what the flush does
+static const char* flush_name(const Config& c) { return c.flush_read ? (c.flush_write ? "both" : "read") : "write"; }
+
 static std::string describe() {
     const Timer& t = g_timer;
     std::string notes = "[";
-    notes += json_str(t.buf ? format("L2 flush: %zu bytes %s before every timed iteration (device reports L2 = %zu "
-                                     "bytes)", t.buf_int4 * 16, t.cfg.flush_read ? (t.cfg.flush_write ? "written then read" : "read") : "written", t.l2_bytes)
+    notes += json_str(t.buf ? format("L2 flush (%s): %zu bytes before every timed iteration (device reports L2 = "
+                                     "%zu bytes)", flush_name(t.cfg), t.buf_int4 * 16, t.l2_bytes)
                             : std::string("L2 flush: off (policy.cold_l2 is False)"));
     notes += "," + json_str(t.persisting_ok ? "persisting-L2 carve-out set to 0 and persisting lines reset (via cudart)"
                                             : "persisting-L2 reset failed via cudart");
@@ -818,7 +821,7 @@ static std::string describe() {
     return "{\"device\":" + json_str(format("cuda:%d", t.cfg.device)) + ",\"runner\":\"native\",\"host_floor_ms\":" +
            json_num(t.host_floor_ms) + ",\"sync_floor_ms\":" + json_num(t.sync_floor_ms) +
            ",\"host_gap_slack_ms\":" + json_num(t.slack_ms) + ",\"notes\":" + notes + ",\"gpu\":" + json_str(t.gpu) +
-           ",\"l2_bytes\":" + json_num((double)t.l2_bytes) + ",\"flush\":" + (t.cfg.flush_read ? (t.cfg.flush_write ? "\"both\"" : "\"read\"") : "\"write\"") +
+           ",\"l2_bytes\":" + json_num((double)t.l2_bytes) + ",\"flush\":" + json_str(flush_name(t.cfg)) +
            ",\"flush_bytes\":" + json_num((double)(t.buf_int4 * 16)) + ",\"cover\":\"spin kernel\"" +
            ",\"persisting_l2_control\":" + (t.persisting_ok ? "\"cudart\"" : "null") +
            ",\"cupti\":" + (g_cupti.on ? "true" : "false") + "}";
