@@ -1,5 +1,7 @@
 """The trust boundary on the GPU: each CUDA cheat of reference_kernels/adversarial that names an
-`expect:` status gets exactly that status on every smoke scenario, decided in the supervisor."""
+`expect:` status gets exactly that status on every smoke scenario, decided in the supervisor; each memory
+bug that passes by luck (`expect with --sanitize:`) passes a plain run and is caught by `--sanitize`,
+while the seed is clean under all four tools."""
 
 import re
 from pathlib import Path
@@ -14,13 +16,11 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 CORPUS = Path(__file__).resolve().parents[1] / "reference_kernels" / "adversarial"
 EXPECTED = {p.name: set(m.group(1).split(" or ")) for p in sorted(CORPUS.glob("*.cu"))
             if (m := re.search(r"^// expect: (\w+(?: or \w+)*)$", p.read_text(), re.M))}
+SANITIZED = sorted(p.name for p in CORPUS.glob("*.cu") if "// expect with --sanitize: sanitizer_error" in p.read_text())
+SEED = CORPUS.parent / "seed_attention.cu"
 
 
-KNOWN_ESCAPES = {
-    "hides_under_cover.cu": "work on a private stream synchronised on the host inside the call ran, on the H200, "
-                            "between the cover's end and the start event (the start event completed ~1.2 ms after "
-                            "the cover began); the window opens at the cover's end, so it is not seen (issue 18)",
-}
+KNOWN_ESCAPES: dict[str, str] = {}
 """Cheats that still get past the checks, each with what was seen: the test fails once one is caught, so
 the entry is removed then."""
 
@@ -38,3 +38,27 @@ def test_each_cuda_cheat_gets_its_status(name, tmp_path):
     wrong = [(o.scenario_id, o.status.value, o.reason[:160]) for o in result.outcomes
              if o.status.value not in EXPECTED[name]]
     assert not wrong, wrong
+
+
+def test_the_sanitized_corpus_is_there():
+    assert set(SANITIZED) >= {"races_in_shared.cu", "reads_uninitialised.cu", "reads_past_end.cu"}
+
+
+@pytest.mark.parametrize("name", SANITIZED)
+def test_each_memory_bug_passes_a_plain_run_and_is_caught_by_the_sanitizer(name, tmp_path):
+    result = run(RunConfig(candidate=str(CORPUS / name), suite="smoke", baselines=(), policy=QUICK,
+                           out_dir=tmp_path, seed=None, max_scenarios=3, sanitize=1))
+    sanitized = {f["scenario_id"] for f in result.sanitize}
+    assert len(sanitized) == 1 and len(result.sanitize) == 4, result.sanitize
+    got = {o.scenario_id: (o.status.value, o.reason[:200]) for o in result.outcomes}
+    assert all(got[s][0] == "sanitizer_error" for s in sanitized), got
+    assert all(status == "passed" for sid, (status, _) in got.items() if sid not in sanitized), got
+
+
+def test_the_seed_is_clean_under_every_tool(tmp_path):
+    result = run(RunConfig(candidate=str(SEED), suite="edge", baselines=(), policy=QUICK, out_dir=tmp_path,
+                           seed=None, sanitize=3))
+    assert len(result.sanitize) == 12
+    dirty = [f for f in result.sanitize if f["errors"] != 0 or f["first"]]
+    assert not dirty, dirty
+    assert all(o.status.value == "passed" for o in result.outcomes), [(o.scenario_id, o.reason) for o in result.outcomes if o.status.value != "passed"]

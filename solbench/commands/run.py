@@ -26,6 +26,7 @@ solbench run kernel.cu --baselines fa3,flashinfer --filter decode --json   # one
 solbench run kernel.cu --resume reports/RUN --retry-errors   # finish an interrupted run
 solbench run kernel.cu --suite hopper --gpus all          # every GPU here, one scenario per GPU at a time
 solbench run kernel.cu --executor ray --ray-address auto   # a Ray cluster, one GPU per scenario
+solbench run kernel.cu --suite hopper --sanitize         # then compute-sanitizer over the 3 smallest passed scenarios
 """
 
 
@@ -45,6 +46,11 @@ def add_arguments(parser) -> None:
                         "in it), python (the Python host); auto = native (default)")
     parser.add_argument("--seed-runner", choices=("auto", "native", "python"),
                         help="the seed's runner when it differs from --runner (a native-vs-Python A/A)")
+    from solbench.supervisor.sanitize import DEFAULT_SCENARIOS
+
+    parser.add_argument("--sanitize", type=int, nargs="?", const=DEFAULT_SCENARIOS, default=0, metavar="N",
+                        help="after timing, run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on the "
+                        "candidate's call in the N smallest passed scenarios (default %(const)s); a finding is sanitizer_error")
     parser.add_argument("--json", action="store_true", help="print one JSON object (scores, failures, per-scenario "
                         "rows, results path) instead of tables; progress goes to stderr")
 
@@ -77,6 +83,7 @@ def run(args) -> int:
         resume=args.resume, retry_errors=args.retry_errors, filter=args.filter, max_scenarios=args.max_scenarios,
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib), runner=args.runner,
         seed_runner=args.seed_runner, gpus=args.gpus, executor=args.executor, ray_address=args.ray_address, workers=args.workers,
+        sanitize=args.sanitize,
     )
 
     with RunProgress() as progress:

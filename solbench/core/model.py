@@ -43,6 +43,9 @@ class Status(str, enum.Enum):
     NONDETERMINISTIC = "nondeterministic"
     """Two checked calls on the same inputs gave different bits, and the candidate did not declare itself
     non-deterministic."""
+    SANITIZER_ERROR = "sanitizer_error"
+    """`solbench run --sanitize`: compute-sanitizer reported an error in the call (memcheck, racecheck,
+    initcheck, synccheck), or the call did not complete under it."""
 
     @property
     def is_failure(self) -> bool:
@@ -197,6 +200,8 @@ class RunResult:
     error_budget: str = ERROR_BUDGET
     """Id of the error budget the verdicts were judged under; runs are compared and ranked only with runs of
     the same budget (files without it: LEGACY_ERROR_BUDGET)."""
+    sanitize: tuple[dict, ...] = ()
+    """`--sanitize`: one entry per (scenario, tool) (solbench.supervisor.sanitize.Finding); () = not run."""
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -210,6 +215,7 @@ class RunResult:
         d = dict(d)
         d.setdefault("error_budget", LEGACY_ERROR_BUDGET)
         d["outcomes"] = tuple(Outcome.from_dict(o) for o in d.get("outcomes", ()))
+        d["sanitize"] = tuple(d.get("sanitize", ()))
         return cls(**d)
 
     def failures(self) -> list[Outcome]:

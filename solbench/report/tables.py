@@ -163,8 +163,18 @@ def render_summary(result: RunResult) -> str:
         per = ", ".join(f"{name} {sum(reasons.values())}" for name, reasons in declined.items())
         lines.append(f"not supported by a comparator (skipped, the reasons counted in summary.md and summary.html): "
                      f"{sum(sum(r.values()) for r in declined.values())} (scenario, comparator) pairs: {per}")
+    if result.sanitize:
+        lines.append(_sanitize_line(result))
     lines.append(_triage_line(result))
     return "\n".join(lines)
+
+
+def _sanitize_line(result: RunResult) -> str:
+    scenarios = {f["scenario_id"] for f in result.sanitize}
+    tools = sorted({f["tool"] for f in result.sanitize})
+    dirty = [f for f in result.sanitize if f["errors"] != 0 or f["first"]]
+    verdict = "clean" if not dirty else f"{len(dirty)} finding(s), the scenarios' status is sanitizer_error"
+    return f"compute-sanitizer ({', '.join(tools)}) on {len(scenarios)} scenario(s): {verdict}; logs in sanitize/"
 
 
 def _triage_line(result: RunResult) -> str:

@@ -41,20 +41,58 @@ _FIELDS = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_kv", "kv_len
 """The pointer fields of SolbenchAttentionParams in the order a 'copy' line names their tensors."""
 
 
-def runner_argv(runner: Path, spec: ImplSpec, policy: TimingPolicy, device_index: int) -> list[str]:
-    """The runner's command line: the library, the GPU and the policy's timing fields."""
-    return [str(runner), f"so={spec.path}", f"device={device_index}", f"cold_l2={int(policy.cold_l2)}",
+def runner_argv(runner: Path, spec: ImplSpec, policy: TimingPolicy, device_index: int,
+                own_memory: Path | None = None) -> list[str]:
+    """The runner's command line: the library, the GPU and the policy's timing fields; with `own_memory`
+    (sanitizing: checks only) no CUPTI, flush or calibration, and the tensors' contents from that file."""
+    checks_only = own_memory is not None
+    argv = [str(runner), f"so={spec.path}", f"device={device_index}", f"cold_l2={int(policy.cold_l2 and not checks_only)}",
             f"flush={policy.l2_flush}", f"cover_ms={policy.launch_cover_ms:g}", f"warmup_ms={policy.warmup_ms:g}",
-            f"launcher_budget_ms={policy.launcher_budget_ms:g}", "cupti=1", f"allow={','.join(spec.allow)}"]
+            f"launcher_budget_ms={policy.launcher_budget_ms:g}", f"cupti={int(not checks_only)}",
+            f"allow={','.join(spec.allow)}"]
+    return argv + ["calibrate=0", f"data={own_memory}"] if checks_only else argv
 
 
-def copy_line(inputs) -> str:
-    """One 'copy' line: the parameter struct as solbench.abi fills it, then each pointer field's IPC token."""
+def copy_line(inputs, token=None) -> str:
+    """One 'copy' line: the parameter struct as solbench.abi fills it, then each pointer field's token
+    (`token(tensor)`; default: its CUDA IPC token)."""
     from solbench import abi
-    from solbench.gpu import ipc
 
+    if token is None:
+        from solbench.gpu.ipc import token
     struct = bytes(abi.params_from_inputs(inputs)).hex()
-    return " ".join(["copy", struct, *(ipc.token(getattr(inputs, name)) for name in _FIELDS)])
+    return " ".join(["copy", struct, *(token(getattr(inputs, name)) for name in _FIELDS)])
+
+
+class OwnTensors:
+    """Tokens for a runner that allocates every tensor itself at its exact size ("own:OFFSET:BYTES"), the
+    inputs' bytes appended to one data file and the outputs left uninitialised ("own:-:BYTES"): what a
+    sanitizer needs to see each tensor's bounds and every read of memory nothing wrote."""
+
+    OUTPUTS = ("out", "lse")
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.write_bytes(b"")
+        self._outputs: set[int] = set()
+
+    def tokens_for(self, inputs):
+        self._outputs = {id(getattr(inputs, name)) for name in self.OUTPUTS}
+        return self.token
+
+    def token(self, tensor) -> str:
+        if tensor is None:
+            return "-"
+        nbytes = tensor.numel() * tensor.element_size()
+        if id(tensor) in self._outputs:
+            return f"own:-:{nbytes}"
+        import torch
+
+        data = tensor.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes()
+        with self.path.open("ab") as f:
+            offset = f.tell()
+            f.write(data)
+        return f"own:{offset}:{nbytes}"
 
 
 def round_flags(raw: dict, floors: dict, tolerance: float) -> list[str]:
@@ -88,6 +126,11 @@ class NativeWorker:
     """The runner executable; None = built (or taken from the cache) at the first start."""
     description: dict = field(default_factory=dict)
     """The runner's first reply: floors, flush, cover, whether CUPTI records."""
+    wrap: tuple[str, ...] = ()
+    """A command line the runner runs under (compute-sanitizer and its options); () = none."""
+    own_memory: Path | None = None
+    """Sanitizing: the runner allocates every tensor itself, filled from this file (OwnTensors); None = it
+    maps the supervisor's tensors through CUDA IPC."""
 
     def __post_init__(self):
         self._proc: subprocess.Popen | None = None
@@ -116,7 +159,8 @@ class NativeWorker:
         index = torch.cuda.current_device() if self.device.startswith("cuda") else 0
         log = open(self.log_path, "ab")
         try:
-            self._proc = subprocess.Popen(runner_argv(self.runner, self.spec, self.policy, index),
+            argv = [*self.wrap, *runner_argv(self.runner, self.spec, self.policy, index, self.own_memory)]
+            self._proc = subprocess.Popen(argv,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                           start_new_session=True)  # its own group: stop() ends what it started
         finally:
@@ -144,14 +188,15 @@ class NativeWorker:
             return self._ask(cmd, timeout_s)
         raise ValueError(f"NativeWorker: unknown command {cmd!r}")
 
-    def stop(self, kill: bool = False) -> None:
+    def stop(self, kill: bool = False, grace_s: float = 5.0) -> None:
+        """Quit (waiting `grace_s` for the runner, and any wrap, to leave), then end its whole group."""
         if self._proc is None:
             return
         if not kill and self._proc.poll() is None:
             try:
                 self._proc.stdin.write(b"quit\n")
                 self._proc.stdin.flush()
-                self._proc.wait(5)
+                self._proc.wait(grace_s)
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 pass
         try:
@@ -172,11 +217,15 @@ class NativeWorker:
     # ------------------------------------------------------------------ commands
 
     def _prepare(self, payload, timeout_s: float):
-        from solbench.gpu import ipc
-
-        ipc.forget()  # the allocations behind earlier handles may have been freed and reused
         copies = [payload["check"], *payload["rotation"]]
-        lines = [f"prepare {len(copies)}", *(copy_line(c) for c in copies)]
+        if self.own_memory is not None:
+            own = OwnTensors(self.own_memory)
+            lines = [f"prepare {len(copies)}", *(copy_line(c, own.tokens_for(c)) for c in copies)]
+        else:
+            from solbench.gpu import ipc
+
+            ipc.forget()  # the allocations behind earlier handles may have been freed and reused
+            lines = [f"prepare {len(copies)}", *(copy_line(c) for c in copies)]
         return self._ask("\n".join(lines), timeout_s)
 
     def _round(self, order: list[int], timeout_s: float):
@@ -192,7 +241,7 @@ class NativeWorker:
         if "kernels" in raw:
             out["telemetry"]["kernels"] = raw["kernels"]
             out["telemetry"]["stray_kernels"] = raw.get("stray_kernels", 0)
-            out["telemetry"]["cupti"] = {k: raw.get(k) for k in ("work_span_ms", "outside_ms", "cover_ms", "launch_ms")}
+            out["telemetry"]["cupti"] = {k: raw.get(k) for k in ("work_span_ms", "outside_ms", "late_open_ms", "cover_ms", "launch_ms")}
         return out
 
     def _ask(self, line: str, timeout_s: float):

@@ -72,6 +72,9 @@ class RunConfig:
     """With executor 'ray': an existing cluster's address; None starts a local one."""
     workers: int | None = None
     """With executor 'ray': units in flight at once (default: the cluster's GPUs)."""
+    sanitize: int = 0
+    """After timing, compute-sanitizer's four tools over this many of the smallest passed scenarios
+    (solbench.supervisor.sanitize); 0 = off."""
 
     def __post_init__(self):
         for name in ("runner", "seed_runner"):
@@ -231,6 +234,12 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
         raise ConfigError(f"no scenario of suite {suite.name!r} matches --filter {config.filter!r}")
     policy = replace(config.policy, method="cuda_events" if device == "cuda" else "host_clock")
     specs = implementation_specs(config, device, arch)
+    sanitizer = None
+    if config.sanitize:
+        from solbench.supervisor.sanitize import check_can_sanitize, find_sanitizer
+
+        check_can_sanitize(specs["candidate"].kind, device, config.sanitize)
+        sanitizer = find_sanitizer()  # said now, not after the timing
 
     previous = load_run(config.resume) if config.resume else None
     folder = Path(config.resume or config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
@@ -281,10 +290,25 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
         result = replace(result, environment={**result.environment, "executor": {
             "kind": config.executor, "gpus": config.gpus, "ray_address": config.ray_address,
             "workers": config.workers, "events": list(executor.events), "unfinished": list(executor.unfinished)}})
+    if sanitizer and result.complete:
+        result = _sanitized(result, config, specs["candidate"], scenarios, ctx, secret, sanitizer)
     if record.overwritten:  # someone else wrote the file mid-run; what is written now is the supervisor's
         result = replace(result, environment={**result.environment, "record_overwritten_at": record.overwritten})
     record.write(result, "end")
     return result
+
+
+def _sanitized(result: RunResult, config: RunConfig, spec, scenarios, ctx, secret: bytes, sanitizer: str) -> RunResult:
+    """The result with --sanitize's findings, and sanitizer_error for each passed scenario with one."""
+    from solbench.supervisor.sanitize import sanitize, smallest, verdicts
+
+    passed = {o.scenario_id for o in result.outcomes if o.status is Status.PASSED}
+    picked = smallest([s for s in scenarios if s.id in passed], config.sanitize)
+    findings = sanitize(spec, picked, ctx.arch, Path(ctx.log_dir), ctx.device, ctx.policy, secret, sanitizer=sanitizer)
+    failed = verdicts(findings)
+    outcomes = tuple(replace(o, status=Status.SANITIZER_ERROR, reason=failed[o.scenario_id])
+                     if o.scenario_id in failed else o for o in result.outcomes)
+    return replace(result, outcomes=outcomes, sanitize=tuple(f.to_dict() for f in findings))
 
 
 def record_digest(folder: Path) -> str:

@@ -60,8 +60,12 @@ extern "C" __global__ void solbench_runner_spin(long long cycles) {
     while (spent < cycles) spent = clock64() - start;
 }
 
-// Launched right after the end event when CUPTI records: its start marks, in CUPTI's clock, the end of the
-// call's window (the cover spin's end marks its start), so every record of the call can be placed in it.
+// Launched, when CUPTI records, right before the start event (solbench_runner_open: its end opens the call's
+// window in CUPTI's clock) and right after the end event (solbench_runner_mark: its start closes it), so
+// every record of the call can be placed in it. Both lie outside the events: they are never timed. The
+// cover spin's end alone does not open the window: on the H200 a start event recorded behind it completed
+// long after the spin ended while a private stream's work ran (hides_under_cover.cu).
+extern "C" __global__ void solbench_runner_open() {}
 extern "C" __global__ void solbench_runner_mark() {}
 
 // ------------------------------------------------------------------ small helpers
@@ -149,11 +153,13 @@ struct Config {
     double warmup_ms = 100.0;
     double launcher_budget_ms = 100.0;
     bool cupti = true;
+    bool calibrate = true;  // measure the floors and calibrate the cover (not under a sanitizer: only checks run)
+    std::string data_path;  // "own" tensors' contents (solbench run --sanitize)
     std::vector<std::string> allowed;  // forbidden-library names allowed anyway ("cutlass", ...)
 };
 
 // CONFIG is "key=value" tokens: so=PATH device=N cold_l2=0|1 flush=write|read|both cover_ms=X warmup_ms=X
-// launcher_budget_ms=X cupti=0|1 allow=a,b
+// launcher_budget_ms=X cupti=0|1 calibrate=0|1 data=PATH allow=a,b
 static Config parse_config(int argc, char** argv) {
     Config c;
     for (int i = 1; i < argc; ++i) {
@@ -168,6 +174,8 @@ static Config parse_config(int argc, char** argv) {
         else if (k == "warmup_ms") c.warmup_ms = atof(v.c_str());
         else if (k == "launcher_budget_ms") c.launcher_budget_ms = atof(v.c_str());
         else if (k == "cupti") c.cupti = v == "1";
+        else if (k == "calibrate") c.calibrate = v == "1";
+        else if (k == "data") c.data_path = v;
         else if (k == "allow") {
             size_t s = 0;
             while (s < v.size()) {
@@ -343,6 +351,7 @@ struct Copy {
 };
 
 static std::map<std::string, void*> g_ipc;  // IPC handle (hex) -> base pointer mapped here
+static std::vector<void*> g_owned;          // "own" tensors: allocated here, at their exact sizes
 static std::vector<Copy> g_copies;          // [0] the check copy, then the rotation
 static bool g_check_alive = false;
 
@@ -356,9 +365,31 @@ static bool from_hex(const std::string& hex, void* out, size_t n) {
     return true;
 }
 
-// "-" (NULL) or "HANDLEHEX:OFFSET": the tensor's address in this process.
+// "own:OFFSET:BYTES": a tensor of exactly BYTES allocated here, filled from the data file at OFFSET ("-":
+// left uninitialised, as outputs), so a sanitizer sees each tensor's own bounds and every uninitialised read.
+static bool own_tensor(const std::string& token, void** ptr, std::string* why) {
+    char offset[32] = "";
+    unsigned long long bytes = 0;
+    if (sscanf(token.c_str(), "own:%31[^:]:%llu", offset, &bytes) != 2) { *why = "bad own token " + token; return false; }
+    cudaError_t err = cudaMalloc(ptr, bytes ? bytes : 1);
+    if (err != cudaSuccess) { *why = format("cudaMalloc of %llu bytes: %s", bytes, cudaGetErrorString(err)); return false; }
+    g_owned.push_back(*ptr);
+    if (strcmp(offset, "-") == 0 || bytes == 0) return true;
+    FILE* f = fopen(g_cfg.data_path.c_str(), "rb");
+    std::vector<char> host(bytes);
+    bool read = f && fseek(f, (long)strtoull(offset, nullptr, 10), SEEK_SET) == 0 && fread(host.data(), 1, bytes, f) == bytes;
+    if (f) fclose(f);
+    if (!read) { *why = "cannot read " + std::to_string(bytes) + " bytes at " + offset + " of data=" + g_cfg.data_path; return false; }
+    err = cudaMemcpy(*ptr, host.data(), bytes, cudaMemcpyHostToDevice);
+    if (err != cudaSuccess) { *why = format("cudaMemcpy: %s", cudaGetErrorString(err)); return false; }
+    return true;
+}
+
+// "-" (NULL), "HANDLEHEX:OFFSET" (the supervisor's tensor, mapped through CUDA IPC) or an own tensor: the
+// tensor's address in this process.
 static bool map_tensor(const std::string& token, void** ptr, std::string* why) {
     if (token == "-") { *ptr = nullptr; return true; }
+    if (token.rfind("own:", 0) == 0) return own_tensor(token, ptr, why);
     size_t colon = token.find(':');
     if (colon == std::string::npos) { *why = "bad tensor token " + token; return false; }
     std::string hex = token.substr(0, colon);
@@ -381,6 +412,8 @@ static void release_all() {
     g_copies.clear();
     for (auto& kv : g_ipc) cudaIpcCloseMemHandle(kv.second);
     g_ipc.clear();
+    for (void* p : g_owned) cudaFree(p);
+    g_owned.clear();
     g_check_alive = false;
 }
 
@@ -428,8 +461,9 @@ static std::string bind_copy(const Candidate& cand, const char* line, Copy* out)
 struct Raw {
     double device_ms, host_ms, launch_ms, cover_ms, span_ms, issued_ms;
     double work_span_ms;  // CUPTI: first start to last end of the candidate's own work; -1 without CUPTI
-    double outside_ms;    // CUPTI: how long its work ran before the cover's end or after the end mark
+    double outside_ms;    // CUPTI: how long its work ran before the window opened or after the end mark
     int code;             // the entry point's return value
+    double late_open_ms;  // CUPTI: from the spin's end to the open mark's start (telemetry: a stalled stream)
 };
 
 struct Timer {
@@ -469,8 +503,7 @@ struct Timer {
         check_cuda("events", cudaEventCreate(&g0));
         check_cuda("events", cudaEventCreate(&start));
         check_cuda("events", cudaEventCreate(&end));
-        calibrate_cover();
-        measure_floors();
+        if (c.calibrate) calibrate_cover(), measure_floors();
     }
 
     void flush() {
@@ -558,15 +591,16 @@ struct Timer {
         check_cuda("cudaStreamSynchronize", cudaStreamSynchronize(0));
         if (own_work) stray += count_stray(cupti_take(), do_flush);  // between calls only the runner's flush runs
         double cover_ms = cover_for();
+        bool marked = own_work && g_cupti.on;
         double t0 = now_ms();
         cudaEventRecord(g0, 0);
         if (cover_ms > 0) cover(cover_ms);
+        if (marked) solbench_runner_open<<<1, 1>>>();  // before the start event: never timed
         cudaEventRecord(start, 0);
         double tc = now_ms();
         int code = call();
         double tr = now_ms();
         cudaEventRecord(end, 0);
-        bool marked = own_work && g_cupti.on;
         if (marked) solbench_runner_mark<<<1, 1>>>();  // after the end event: never timed
         cudaError_t err = cudaDeviceSynchronize();
         double t1 = now_ms();
@@ -575,7 +609,7 @@ struct Timer {
         if (launches.size() > 32) launches.pop_front();
         double held = elapsed(g0, start);
         if (cover_ms > 0) observe_cover(cover_ms, held);
-        Raw r{elapsed(start, end), t1 - t0, tr - tc, held, elapsed(g0, end), tr - t0, -1.0, 0.0, code};
+        Raw r{elapsed(start, end), t1 - t0, tr - tc, held, elapsed(g0, end), tr - t0, -1.0, 0.0, code, 0.0};
         if (marked) place_records(cupti_take(), cover_ms > 0, &r);
         return r;
     }
@@ -598,20 +632,25 @@ struct Timer {
         return n;
     }
 
-    // One iteration's records: the cover spin (its end opens the call's window), the end mark (its start
-    // closes it) and the candidate's own work. Named look-alikes launched by the candidate only narrow the
-    // window (the latest-ending spin, the earliest-starting mark are taken), so spoofing them never helps.
+    // One iteration's records: the cover spin, the open mark (the later of their ends opens the call's
+    // window), the end mark (its start closes it) and the candidate's own work. Named look-alikes launched
+    // by the candidate only narrow the window (the latest-ending spin and open mark, the earliest-starting
+    // end mark are taken), so spoofing them never helps.
     void place_records(std::vector<KernelRecord> recs, bool covered, Raw* r) {
-        long spin = -1, mark = -1;
+        long spin = -1, open = -1, mark = -1;
         for (size_t i = 0; i < recs.size(); ++i) {
             if (!one_thread(recs[i])) continue;
             if (covered && recs[i].name == "solbench_runner_spin" && (spin < 0 || recs[i].end_ns > recs[spin].end_ns)) spin = i;
+            if (recs[i].name == "solbench_runner_open" && (open < 0 || recs[i].end_ns > recs[open].end_ns)) open = i;
             if (recs[i].name == "solbench_runner_mark" && (mark < 0 || recs[i].start_ns < recs[mark].start_ns)) mark = i;
         }
-        unsigned long long opens = spin >= 0 ? recs[spin].end_ns : 0, closes = mark >= 0 ? recs[mark].start_ns : ~0ull;
+        unsigned long long opens = std::max(spin >= 0 ? recs[spin].end_ns : 0ull, open >= 0 ? recs[open].end_ns : 0ull);
+        unsigned long long closes = mark >= 0 ? recs[mark].start_ns : ~0ull;
+        r->late_open_ms = spin >= 0 && open >= 0 && recs[open].start_ns > recs[spin].end_ns
+                              ? (recs[open].start_ns - recs[spin].end_ns) / 1e6 : 0.0;
         std::vector<KernelRecord> own;
         for (size_t i = 0; i < recs.size(); ++i)
-            if ((long)i != spin && (long)i != mark) own.push_back(recs[i]);
+            if ((long)i != spin && (long)i != open && (long)i != mark) own.push_back(recs[i]);
         last_kernels = own;
         r->work_span_ms = 0.0;
         if (own.empty()) return;
@@ -666,14 +705,14 @@ static void cmd_round(const std::vector<int>& order) {
     g_timer.stray = 0;
     std::vector<KernelRecord> pending = cupti_take();
     if (g_after_round) g_timer.stray += g_timer.count_stray(pending, false);
-    std::vector<double> dev, host, launch, cover, span, issued, work, outside;
+    std::vector<double> dev, host, launch, cover, span, issued, work, outside, late;
     std::string forbidden;
     for (int i : order) {
         Raw r = g_timer.iterate([&] { return call_copy(i + 1); }, g_timer.cfg.cold_l2, true);
         if (r.code) return reply("error", code_text(r.code));
         dev.push_back(r.device_ms), host.push_back(r.host_ms), launch.push_back(r.launch_ms);
         cover.push_back(r.cover_ms), span.push_back(r.span_ms), issued.push_back(r.issued_ms);
-        work.push_back(r.work_span_ms), outside.push_back(r.outside_ms);
+        work.push_back(r.work_span_ms), outside.push_back(r.outside_ms), late.push_back(r.late_open_ms);
         for (auto& k : g_timer.last_kernels)
             if (forbidden.empty() && !k.copy) forbidden = forbidden_kernel(g_timer.cfg, k.name);
     }
@@ -687,6 +726,7 @@ static void cmd_round(const std::vector<int>& order) {
                        ",\"flags\":" + (carve_out ? "[\"persisting_l2\"]" : "[]");
     if (g_cupti.on)
         body += ",\"work_span_ms\":" + json_list(work) + ",\"outside_ms\":" + json_list(outside) +
+                ",\"late_open_ms\":" + json_list(late) +
                 ",\"kernels\":" + kernels_json(g_timer.last_kernels) +
                 ",\"stray_kernels\":" + std::to_string(g_timer.stray);
     reply("ok", body + "}");

@@ -1,0 +1,166 @@
+"""`solbench run --sanitize`: compute-sanitizer's memcheck, racecheck, initcheck and synccheck over the
+candidate's checked call on the smallest scenarios of the suite (.cu candidates, on a GPU).
+
+Each (scenario, tool) is one native runner under the sanitizer, in a mode with no timing, CUPTI, flush or
+cover: it allocates every tensor itself at its exact size (so memcheck sees each tensor's own bounds, not
+the guard bytes of the timed runs), copies the inputs in from a file the supervisor writes, leaves the
+outputs uninitialised (so initcheck sees any read of them before a write), calls the candidate once and
+leaves. A scenario with a finding, or whose call did not complete under a tool, gets `sanitizer_error`:
+a race or an uninitialised read that happened to give the right numbers is still a bug, and a candidate
+that behaves differently when it sees a sanitizer must not pass by doing so.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from solbench.core.errors import ConfigError, MissingDependencyError
+
+TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+TOOL_OPTIONS = {"memcheck": ("--leak-check", "no", "--padding", "4096"), "racecheck": ("--racecheck-report", "all"),
+                "initcheck": (), "synccheck": ()}
+DEFAULT_SCENARIOS = 3
+"""How many scenarios `--sanitize` alone checks."""
+TIMEOUT_S = 600.0
+"""Per (scenario, tool): racecheck slows a kernel by two orders of magnitude or more."""
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+_FINDING = re.compile(r"^=+\s+(Invalid|Error|Uninitialized|Barrier|Race|Program hit|Warning|Hazard|.*hazard)")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One tool's verdict on one scenario's call."""
+
+    scenario_id: str
+    tool: str
+    errors: int | None
+    """The tool's error count; None when the call did not complete under it."""
+    first: str
+    """The first reported error, or why the call did not complete ('' when clean)."""
+    log: str
+    """The tool's log, relative to the run folder."""
+
+    @property
+    def clean(self) -> bool:
+        return self.errors == 0 and not self.first
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def find_sanitizer() -> str:
+    """compute-sanitizer on PATH or in the CUDA toolkit; MissingDependencyError when there is none."""
+    from solbench.build.native import toolkit_roots
+    from solbench.build.nvcc import find_nvcc
+    from solbench.core.errors import BuildError
+
+    exe = shutil.which("compute-sanitizer")
+    if exe:
+        return exe
+    try:
+        nvcc = find_nvcc()
+    except BuildError:
+        nvcc = None
+    for root in toolkit_roots(nvcc):
+        for sub in ("bin/compute-sanitizer", "compute-sanitizer/compute-sanitizer"):
+            if (root / sub).is_file():
+                return str(root / sub)
+    raise MissingDependencyError("compute-sanitizer is not on PATH or in the CUDA toolkit: install the toolkit's "
+                                 "compute-sanitizer, or run without --sanitize")
+
+
+def check_can_sanitize(kind: str, device: str, count: int) -> None:
+    """ConfigError for a request --sanitize cannot serve (said before anything is built or timed)."""
+    if count < 1:
+        raise ConfigError(f"--sanitize N takes N >= 1 scenarios, got {count}")
+    if kind != "cu":
+        raise ConfigError("--sanitize runs a .cu candidate's own process under compute-sanitizer; a Python "
+                          "candidate shares its process with Python and torch, whose kernels it would report too")
+    if not device.startswith("cuda"):
+        raise ConfigError("--sanitize needs a GPU (compute-sanitizer checks device code): run it on the GPU machine")
+
+
+def feature_key(sc) -> tuple:
+    """The code paths a scenario exercises: the smallest scenario of each key is sanitized first."""
+    return (sc.kv_layout, sc.dtype, sc.descale, sc.causal, sc.window_left >= 0 or sc.window_right >= 0,
+            sc.softcap > 0, sc.sinks, sc.mask is not None, sc.head_dim_qk, sc.head_dim_v)
+
+
+def smallest(scenarios, count: int) -> list:
+    """`count` scenarios: by work (FLOPs, then bytes), the smallest of each feature_key first, then the
+    smallest of the rest."""
+    from solbench.core.roofline import flops, min_bytes
+
+    by_size = sorted(scenarios, key=lambda s: (flops(s), min_bytes(s), s.id))
+    picked, keys = [], set()
+    for sc in by_size:
+        if len(picked) < count and feature_key(sc) not in keys:
+            picked.append(sc)
+            keys.add(feature_key(sc))
+    picked += [sc for sc in by_size if sc not in picked][:count - len(picked)]
+    return sorted(picked, key=by_size.index)
+
+
+def read_log(path: Path) -> tuple[int | None, str]:
+    """(the error count of ERROR SUMMARY, the first error reported) from a compute-sanitizer log."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None, ""
+    counts = [int(m.group(1)) for line in lines if (m := _SUMMARY.search(line))]
+    first = next((line.lstrip("= ").strip() for line in lines if _FINDING.match(line)), "")
+    return (counts[-1] if counts else None), first[:300]
+
+
+def sanitize(spec, scenarios, arch: str, folder: Path, device: str, policy, secret: bytes,
+             tools=TOOLS, timeout_s: float = TIMEOUT_S, sanitizer: str | None = None,
+             runner: Path | None = None) -> list[Finding]:
+    """Every tool over every scenario's checked call (see the module docstring); `runner`: the native
+    runner's executable (None = built for `arch`)."""
+    from solbench.sandbox.worker import WorkerFailure
+    from solbench.supervisor.inputs import make_inputs
+    from solbench.supervisor.native_worker import NativeWorker
+
+    exe = sanitizer or find_sanitizer()
+    findings = []
+    for sc in scenarios:
+        where = Path(folder) / "sanitize" / sc.id
+        where.mkdir(parents=True, exist_ok=True)
+        inputs = make_inputs(sc, 0, "cpu", secret)
+        for tool in tools:
+            log = where / f"{tool}.txt"
+            log.unlink(missing_ok=True)
+            wrap = (exe, "--tool", tool, "--print-limit", "20", "--log-file", str(log), *TOOL_OPTIONS[tool])
+            worker = NativeWorker(spec, device, policy, where / f"{tool}-runner.log", arch=arch, wrap=wrap,
+                                  own_memory=where / "tensors.bin", runner=runner)
+            failed = ""
+            try:
+                worker.start(timeout_s)
+                for cmd, payload in (("prepare", {"check": inputs, "rotation": []}), ("check", {"keep": False})):
+                    reply = worker.request(cmd, payload, timeout_s)
+                    if isinstance(reply, dict) and "unsupported" in reply:
+                        failed = f"the candidate declined the scenario under {tool}: {reply['unsupported']}"
+                        break
+            except WorkerFailure as exc:
+                failed = f"the call did not complete under {tool}: {exc}"
+            finally:
+                worker.stop(grace_s=timeout_s)
+            errors, first = read_log(log)
+            if errors is None and not failed:
+                failed = f"{tool} wrote no ERROR SUMMARY (see {log.name})"
+            findings.append(Finding(sc.id, tool, errors, first if errors else failed, str(log.relative_to(folder))))
+    return findings
+
+
+def verdicts(findings: list[Finding]) -> dict[str, str]:
+    """scenario id -> the sanitizer_error reason, for each scenario with a finding."""
+    out: dict[str, str] = {}
+    for f in findings:
+        if f.clean or f.scenario_id in out:
+            continue
+        what = f"{f.errors} error(s)" if f.errors else "incomplete"
+        out[f.scenario_id] = f"compute-sanitizer {f.tool}: {what}: {f.first} (log: {f.log})"
+    return out
