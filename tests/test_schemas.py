@@ -30,7 +30,7 @@ COMMITTED = sorted([*ROOT.glob("reports/reference/*/*.json"), *ROOT.glob("baseli
 
 
 ADDED_WITHIN_VERSION_1 = {"input_copies", "seed_mean_abs", "row_max_mean_abs", "seed_row_max_mean_abs", "budget",
-                          "error_budget", "placement"}
+                          "error_budget", "placement", "sanitize"}
 """Fields solbench.run/1 files written before them lack: optional in the schema, every other field required."""
 
 
