@@ -77,6 +77,7 @@ for o in d["outcomes"]:
     m = o.get("measurements", {}).get("candidate") or {}
     t = m.get("telemetry", {})
     print(sys.argv[2], o["scenario_id"][:40], o["status"], (o.get("reason") or "")[:90], m.get("flags"),
+          "device_ms", [round(x, 4) for x in m.get("samples_ms", [])[:8]],
           json.dumps(t.get("kernels"))[:200], t.get("stray_kernels"), json.dumps(t.get("cupti")))
 PY
       done

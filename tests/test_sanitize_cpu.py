@@ -35,13 +35,23 @@ RACECHECK_LOG = """\
 ========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
 ========= ERROR SUMMARY: 1 error
 """
+RACECHECK_ONLY_LOG = """\
+========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at attn_fwd+0x90 in kernel.cu:40
+=========     and Read access at attn_fwd+0x120 in kernel.cu:52 [256 hazards]
+=========
+========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)
+"""
 CLEAN_LOG = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
+CLEAN_RACECHECK_LOG = "========= COMPUTE-SANITIZER\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
 
 
 @pytest.mark.parametrize("text, errors, first", [
     (MEMCHECK_LOG, 4, "Invalid __global__ write of size 2 bytes"),
     (RACECHECK_LOG, 1, "Error: Race reported between Write access at attn_fwd+0x90 in kernel.cu:40"),
+    (RACECHECK_ONLY_LOG, 2, "Error: Race reported between Write access at attn_fwd+0x90 in kernel.cu:40"),
     (CLEAN_LOG, 0, ""),
+    (CLEAN_RACECHECK_LOG, 0, ""),  # racecheck's only summary when clean (the H200, CUDA 13.0)
     ("the sanitizer died before it wrote anything\n", None, ""),
 ])
 def test_the_log_gives_the_error_count_and_the_first_error(tmp_path, text, errors, first):

@@ -1,7 +1,7 @@
 // races_in_shared.cu -- class 8: the seed's correct outputs, plus a block-wide reduction in shared memory
 // that forgot a __syncthreads between writing and reading (a classic missing barrier). Here the value it
 // reduces is never used, so every output is right and every timing check passes: only racecheck sees it.
-// expect with --sanitize: sanitizer_error
+// expect with --sanitize: sanitizer_error from racecheck
 #include <cuda_runtime.h>
 
 #define solbench_attention_forward seed_attention_forward  // reuse the seed under another name

@@ -2,7 +2,7 @@
 // of `q` (an unguarded tail load). Reads leave the guard bytes as they are and the values are never used,
 // so every check passes while the neighbouring memory belongs to the same process: only memcheck, with
 // each tensor in an allocation of its own size (and padding after it), sees it.
-// expect with --sanitize: sanitizer_error
+// expect with --sanitize: sanitizer_error from memcheck
 #include <cuda_runtime.h>
 
 #define solbench_attention_forward seed_attention_forward  // reuse the seed under another name

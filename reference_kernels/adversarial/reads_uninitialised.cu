@@ -2,7 +2,7 @@
 // anything wrote it (an accumulator that was meant to be zeroed first). solbench poisons `out` before
 // every call, so the read sees initialised bytes and the outcome never depends on it: only initcheck,
 // under which the runner leaves the outputs uninitialised, sees it.
-// expect with --sanitize: sanitizer_error
+// expect with --sanitize: sanitizer_error from initcheck
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -26,7 +26,9 @@ DEFAULT_SCENARIOS = 3
 """How many scenarios `--sanitize` alone checks."""
 TIMEOUT_S = 600.0
 """Per (scenario, tool): racecheck slows a kernel by two orders of magnitude or more."""
-_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?")
+"""memcheck, initcheck and synccheck end with ERROR SUMMARY; racecheck with RACECHECK SUMMARY alone when it
+found nothing (seen on the H200, CUDA 13.0), with both when it found a hazard."""
 _FINDING = re.compile(r"^=+\s+(Invalid|Error|Uninitialized|Barrier|Race|Program hit|Warning|Hazard|.*hazard)")
 
 
@@ -105,14 +107,15 @@ def smallest(scenarios, count: int) -> list:
 
 
 def read_log(path: Path) -> tuple[int | None, str]:
-    """(the error count of ERROR SUMMARY, the first error reported) from a compute-sanitizer log."""
+    """(the largest error count of any summary line, the first error reported) from a compute-sanitizer log."""
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
         return None, ""
-    counts = [int(m.group(1)) for line in lines if (m := _SUMMARY.search(line))]
-    first = next((line.lstrip("= ").strip() for line in lines if _FINDING.match(line)), "")
-    return (counts[-1] if counts else None), first[:300]
+    counts = [int(m.group(1) or m.group(2)) for line in lines if (m := _SUMMARY.search(line))]
+    first = next((line.lstrip("= ").strip() for line in lines
+                  if _FINDING.match(line) and "SUMMARY" not in line), "")
+    return (max(counts) if counts else None), first[:300]
 
 
 def sanitize(spec, scenarios, arch: str, folder: Path, device: str, policy, secret: bytes,
@@ -150,7 +153,7 @@ def sanitize(spec, scenarios, arch: str, folder: Path, device: str, policy, secr
                 worker.stop(grace_s=timeout_s)
             errors, first = read_log(log)
             if errors is None and not failed:
-                failed = f"{tool} wrote no ERROR SUMMARY (see {log.name})"
+                failed = f"{tool} wrote no summary line (see {log.name})"
             findings.append(Finding(sc.id, tool, errors, first if errors else failed, str(log.relative_to(folder))))
     return findings
 
