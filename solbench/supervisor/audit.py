@@ -28,6 +28,8 @@ CLOCK_GAP_SHARE = 0.5
 CLOCK_GAP_SLACK_MS = 2.0
 """A round's unexplained time must exceed both this share of its wall time and this many ms: the loop's
 own jitter (pipe, telemetry, the interpreter) never does."""
+CLOCK_CONFIRM_ROUNDS = 4
+"""Fresh rounds (two pairs, both orders) a gap must be seen on again before it is flagged."""
 
 
 class AuditFailure(Exception):

@@ -113,9 +113,10 @@ def read_log(path: Path) -> tuple[int | None, str]:
     except OSError:
         return None, ""
     counts = [int(m.group(1) or m.group(2)) for line in lines if (m := _SUMMARY.search(line))]
-    first = next((line.lstrip("= ").strip() for line in lines
-                  if _FINDING.match(line) and "SUMMARY" not in line), "")
-    return (max(counts) if counts else None), first[:300]
+    findings = [line.lstrip("= ").strip() for line in lines if _FINDING.match(line) and "SUMMARY" not in line]
+    if not counts and findings:  # the tool reported errors, then the process ended before its summary
+        counts = [len(findings)]  # (memcheck aborts the faulting kernel; the call fails and the runner exits)
+    return (max(counts) if counts else None), (findings[0] if findings else "")[:300]
 
 
 def sanitize(spec, scenarios, arch: str, folder: Path, device: str, policy, secret: bytes,

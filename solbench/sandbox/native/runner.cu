@@ -474,7 +474,8 @@ struct Timer {
     int fill = 0;
     int flush_blocks = 0;
     double cycles_per_ms = 0.0;
-    cudaEvent_t g0, start, end;
+    cudaEvent_t g0, spun, start, end;
+    bool trace = getenv("SOLBENCH_RUNNER_TRACE") != nullptr;  // one stderr line per timed iteration
     std::deque<double> launches;
     double host_floor_ms = 0, sync_floor_ms = 0, slack_ms = 0.02;
     size_t l2_bytes = 0;
@@ -501,6 +502,7 @@ struct Timer {
                         cudaCtxResetPersistingL2Cache() == cudaSuccess;
         cudaGetLastError();
         check_cuda("events", cudaEventCreate(&g0));
+        check_cuda("events", cudaEventCreate(&spun));
         check_cuda("events", cudaEventCreate(&start));
         check_cuda("events", cudaEventCreate(&end));
         if (c.calibrate) calibrate_cover(), measure_floors();
@@ -595,6 +597,7 @@ struct Timer {
         double t0 = now_ms();
         cudaEventRecord(g0, 0);
         if (cover_ms > 0) cover(cover_ms);
+        cudaEventRecord(spun, 0);  // the spin's own length, for its clock rate (the open mark is not the spin)
         if (marked) solbench_runner_open<<<1, 1>>>();  // before the start event: never timed
         cudaEventRecord(start, 0);
         double tc = now_ms();
@@ -607,10 +610,14 @@ struct Timer {
         if (err != cudaSuccess) fail_cuda("the candidate's call", err);
         launches.push_back(tr - tc);
         if (launches.size() > 32) launches.pop_front();
-        double held = elapsed(g0, start);
-        if (cover_ms > 0) observe_cover(cover_ms, held);
+        double held = elapsed(g0, start), spin_ms = elapsed(g0, spun);
+        if (cover_ms > 0) observe_cover(cover_ms, spin_ms);
         Raw r{elapsed(start, end), t1 - t0, tr - tc, held, elapsed(g0, end), tr - t0, -1.0, 0.0, code, 0.0};
         if (marked) place_records(cupti_take(), cover_ms > 0, &r);
+        if (trace)
+            fprintf(stderr, "iteration: cover asked %.4f spin %.4f held %.4f device %.4f launch %.4f host %.4f "
+                    "work %.4f outside %.4f late_open %.4f ms\n", cover_ms, spin_ms, held, r.device_ms, r.launch_ms,
+                    r.host_ms, r.work_span_ms, r.outside_ms, r.late_open_ms);
         return r;
     }
 
