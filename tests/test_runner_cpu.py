@@ -430,3 +430,38 @@ def test_rounds_alternate_order_so_a_position_bias_cancels_in_the_ratios():
     assert min(per_round) < 1 < max(per_round)
     g, lo, hi = geomean_ci([per_round])
     assert abs(g - 1) < 1e-3 and lo <= 1 <= hi  # median of 1.01 and 1/1.01
+
+
+@pytest.mark.parametrize("stalled_rounds, flagged", [(2, False), (99, True)])
+def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds, flagged):
+    """A loaded host stalls the candidate's first rounds (wall time far above the reported times): not
+    hidden work, since the confirming rounds are clean. A worker that reports its calls short in every
+    round (here: 10 ms of wall per call reported as 1 ms) is flagged."""
+    import random
+    import time as _time
+    from dataclasses import replace as dc_replace
+
+    from solbench.core.policy import QUICK
+    from solbench.core.suites import load_suite
+    from solbench.supervisor.audit import CLOCK_GAP, TimedCopies
+    from solbench.supervisor.evaluate import _time_interleaved
+
+    class Worker:
+        def __init__(self, slow_rounds):
+            self.slow_rounds, self.rounds = slow_rounds, 0
+
+        def request(self, cmd, payload, timeout_s):
+            if cmd != "round":
+                return {}
+            self.rounds += 1
+            n = len(payload["order"])
+            _time.sleep(0.010 * n if self.rounds <= self.slow_rounds else 0.001 * n)
+            return {"device_ms": [1.0] * n, "host_ms": [1.0] * n, "flags": [], "telemetry": {}}
+
+    policy = dc_replace(QUICK, min_rounds=2, max_rounds=2, launcher_ab=False)
+    workers = {"candidate": Worker(stalled_rounds), "seed": Worker(0)}
+    sc = load_suite("smoke").scenarios[0]
+    timed = {n: TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
+    measurements, _ = _time_interleaved(workers, timed, policy, 10.0, "host_clock")
+    assert (CLOCK_GAP in measurements["candidate"].flags) is flagged
+    assert workers["candidate"].rounds == 2 + 4  # the two rounds, then the four that confirm or clear
