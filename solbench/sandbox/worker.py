@@ -11,6 +11,7 @@ inputs in its own memory, so nothing the worker reports decides a verdict.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import time
@@ -31,6 +32,22 @@ WORKER_LOG_PREFIX = "[solbench worker]"
 
 LOAD_FAILED = "load_failed"
 """First message of a worker whose implementation could not be loaded (import error, missing symbol)."""
+
+MAX_REPLY_BYTES = 16 << 20
+"""A reply is JSON of at most this size: the supervisor never unpickles what the candidate's process wrote
+(unpickling runs whatever the bytes name). Commands to the worker stay pickled (tensors, trusted side)."""
+
+
+def _reply(conn, status: str, value=None) -> None:
+    conn.send_bytes(json.dumps([status, value]).encode())
+
+
+def _read_reply(conn):
+    """(status, value) of one reply; ValueError for anything but a JSON [str, value] pair."""
+    reply = json.loads(conn.recv_bytes(MAX_REPLY_BYTES))
+    if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], str)):
+        raise ValueError("not a [status, value] pair")
+    return reply[0], reply[1]
 
 
 class WorkerFailure(Exception):
@@ -108,9 +125,12 @@ class Worker:
             if not self._conn.poll(timeout_s):
                 self.stop(kill=True)
                 raise WorkerFailure("timeout", f"{self.spec.name}: no answer to {what!r} within {timeout_s:g} s")
-            return self._conn.recv()
+            return _read_reply(self._conn)
         except (EOFError, BrokenPipeError, ConnectionResetError):
             self._died(what)
+        except (OSError, ValueError) as exc:  # too long, not JSON, not a pair: not the worker's own code
+            self.stop(kill=True)
+            raise WorkerFailure("error", f"{self.spec.name}: malformed reply to {what!r} ({exc})") from None
 
     def _died(self, what: str):
         self._proc.join(2)  # reap it, so the exit code (the signal) can be reported
@@ -188,9 +208,9 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
         state = _WorkerState(spec, device, policy)
     except Exception as exc:
         traceback.print_exc()
-        conn.send((LOAD_FAILED, _load_failure(exc)))
+        _reply(conn, LOAD_FAILED, _load_failure(exc))
         return
-    conn.send(("ok", None))
+    _reply(conn, "ok")
     print(f"{WORKER_LOG_PREFIX} start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
     while True:
         try:
@@ -205,14 +225,14 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
             print(f"{WORKER_LOG_PREFIX} {cmd} {time.perf_counter() - started:.3f} s", flush=True)
             tampered = changed(harness) if harness else []
             if tampered:
-                conn.send(("tampered", f"the candidate replaced harness code: {', '.join(tampered[:5])}"))
+                _reply(conn, "tampered", f"the candidate replaced harness code: {', '.join(tampered[:5])}")
                 return
-            conn.send(("ok", value))
+            _reply(conn, "ok", value)
         except Exception as exc:
             traceback.print_exc()
             # The candidate's worker always starts afresh after an error (it may have left anything behind).
             status = ERROR_CONTEXT_INTACT if spec.name != "candidate" and _context_intact(device) else "error"
-            conn.send((status, f"{type(exc).__name__}: {_first_line(exc)}"))
+            _reply(conn, status, f"{type(exc).__name__}: {_first_line(exc)}")
 
 
 def _first_line(exc: Exception) -> str:
@@ -247,7 +267,7 @@ def _context_intact(device: str) -> bool:
 
 
 class _WorkerState:
-    """The worker's commands: each takes one payload and returns a picklable value."""
+    """The worker's commands: each takes one payload and returns a JSON-serialisable value."""
 
     def __init__(self, spec: ImplSpec, device: str, policy: TimingPolicy):
         import torch
