@@ -39,12 +39,12 @@ def test_each_cheat_gets_its_status(name, tmp_path):
 
 def test_content_memoisation_never_replays_a_timed_call(tmp_path, monkeypatch):
     """Every timed call sees contents never seen before: each one is a miss, so the memo buys nothing."""
-    log = tmp_path / "calls.log"
-    monkeypatch.setenv("SOLBENCH_ADVERSARY_LOG", str(log))
+    monkeypatch.setenv("SOLBENCH_ADVERSARY_LOG", "1")
     result = _run(CORPUS / "replays_by_content.py", tmp_path / "run", n=1)
     (outcome,) = result.outcomes
     assert outcome.status is Status.PASSED, outcome.reason
-    calls = log.read_text().split()
+    log = (tmp_path / "run" / "worker-candidate.log").read_text()
+    calls = [line.split()[-1] for line in log.splitlines() if line.startswith("replays_by_content:")]
     timed = len(outcome.measurements["candidate"].samples_ms)
     # misses: the check, one per copy in warm-up, then every timed call; hits only in warm-up's repeats
     assert calls.count("miss") >= 1 + outcome.input_copies + timed

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -73,8 +75,11 @@ class Worker:
     def __post_init__(self):
         self._proc = None
         self._conn = None
+        self._scratch = None
         self.writes_lse = True
         """Whether the implementation writes LSE (learnt from the worker's prepare reply)."""
+        self.sandbox = ""
+        """How the worker was confined, in words (said before any candidate code ran in it)."""
 
     def start(self, timeout_s: float = 120.0) -> None:
         """Start the process and wait until it has loaded the implementation; WorkerFailure otherwise
@@ -83,12 +88,16 @@ class Worker:
 
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, self.spec, self.device, self.policy, str(self.log_path)),
-                                 daemon=True)
+        self._scratch = scratch_dir(self.spec)
+        self._proc = ctx.Process(target=_serve, args=(child, self.spec, self.device, self.policy, str(self.log_path),
+                                                      self._scratch), daemon=True)
         self._proc.start()
         child.close()
         self._conn = parent
         status, value = self._receive("load", timeout_s + self.setup_s)
+        if status == "sandbox":  # sent before the implementation is loaded, so it is the worker's own word
+            self.sandbox = str(value)
+            status, value = self._receive("load", timeout_s + self.setup_s)
         if status == LOAD_FAILED:
             self.stop(kill=True)
             raise WorkerFailure("load", f"{self.spec.name}: {value}")
@@ -117,6 +126,8 @@ class Worker:
         if status in ("error", "tampered"):
             self.stop(kill=True)  # the CUDA context may be poisoned (illegal address): start afresh
             raise WorkerFailure(status, f"{self.spec.name}: {value}")
+        if cmd == "round" and isinstance(value, dict) and isinstance(value.get("telemetry"), dict):
+            value["telemetry"]["sandbox"] = self.sandbox
         return value
 
     def _receive(self, what: str, timeout_s: float):
@@ -155,6 +166,8 @@ class Worker:
         if self._conn is not None:
             self._conn.close()
         self._proc = self._conn = None
+        remove_scratch(self._scratch)
+        self._scratch = None
 
     def _log_tail(self, lines: int = 3) -> str:
         try:
@@ -163,6 +176,22 @@ class Worker:
         except OSError:
             return ""
         return (": " + " | ".join(tail)) if tail else ""
+
+
+CACHE_VARIABLES = ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME")
+"""Where a confined candidate's libraries keep their files (compiled kernels, temporary files): its scratch
+folder, the one place it may write."""
+
+
+def scratch_dir(spec: ImplSpec) -> str | None:
+    """A fresh private folder for the candidate's process to write in (None for the trusted implementations,
+    which are not confined)."""
+    return tempfile.mkdtemp(prefix="solbench-candidate-") if spec.name == "candidate" else None
+
+
+def remove_scratch(path: str | None) -> None:
+    if path:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _kill_group(proc) -> None:
@@ -193,11 +222,14 @@ def _describe_exit(code) -> str:
 # ---------------------------------------------------------------- worker process side
 
 
-def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: str):
+def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: str, scratch: str | None = None):
     os.setsid()  # its own process group: stopping the worker stops whatever the candidate started
     log = open(log_path, "a", buffering=1)
     os.dup2(log.fileno(), 1)  # the candidate's own prints and CUDA errors go to the log, not the terminal
     os.dup2(log.fileno(), 2)
+    if scratch:
+        os.environ.update({name: scratch for name in CACHE_VARIABLES})
+        tempfile.tempdir = None  # TMPDIR is read again
     from solbench.sandbox.integrity import changed, snapshot
 
     # Before the candidate is imported, so import-time patches count too. Baselines are trusted libraries
@@ -205,7 +237,7 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
     harness = snapshot() if spec.name == "candidate" else None
     started = time.perf_counter()
     try:
-        state = _WorkerState(spec, device, policy)
+        state = _WorkerState(spec, device, policy, scratch, conn)
     except Exception as exc:
         traceback.print_exc()
         _reply(conn, LOAD_FAILED, _load_failure(exc))
@@ -269,7 +301,7 @@ def _context_intact(device: str) -> bool:
 class _WorkerState:
     """The worker's commands: each takes one payload and returns a JSON-serialisable value."""
 
-    def __init__(self, spec: ImplSpec, device: str, policy: TimingPolicy):
+    def __init__(self, spec: ImplSpec, device: str, policy: TimingPolicy, scratch: str | None = None, conn=None):
         import torch
 
         from solbench.sandbox.impls import load_impl
@@ -278,8 +310,16 @@ class _WorkerState:
         if device == "cpu":
             torch.set_num_threads(1)  # workers take turns; threads fighting over cores only add noise
         self.device = device
-        self.impl = load_impl(spec, device)
         self.timer = Timer(policy, device)
+        if scratch:  # the candidate: confined before its code exists here, and said so before it does
+            from solbench.sandbox.confine import confine
+
+            try:
+                sandbox = confine([scratch, "/dev"])
+            except OSError as exc:
+                sandbox = f"not confined: {exc}"
+            _reply(conn, "sandbox", sandbox)
+        self.impl = load_impl(spec, device)
         self.check_call = None
         self.calls = []
 

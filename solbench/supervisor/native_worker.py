@@ -24,7 +24,7 @@ from pathlib import Path
 from solbench.core.policy import TimingPolicy
 from solbench.sandbox.impls import ImplSpec
 from solbench.sandbox.timing import HOST_GAP, gap_in_batch, host_gap
-from solbench.sandbox.worker import WorkerFailure, _describe_exit
+from solbench.sandbox.worker import CACHE_VARIABLES, WorkerFailure, _describe_exit, remove_scratch, scratch_dir
 
 WORK_OUTSIDE_EVENTS = "work_outside_events"
 """Flag: CUPTI saw the call's own kernels or copies (any stream) run outside its start/end events, or land
@@ -42,14 +42,15 @@ _FIELDS = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_kv", "kv_len
 
 
 def runner_argv(runner: Path, spec: ImplSpec, policy: TimingPolicy, device_index: int,
-                own_memory: Path | None = None) -> list[str]:
+                own_memory: Path | None = None, writable: tuple[str, ...] = ()) -> list[str]:
     """The runner's command line: the library, the GPU and the policy's timing fields; with `own_memory`
-    (sanitizing: checks only) no CUPTI, flush or calibration, and the tensors' contents from that file."""
+    (sanitizing: checks only) no CUPTI, flush or calibration, and the tensors' contents from that file;
+    with `writable`, the runner confines itself to writing beneath those folders before the library loads."""
     checks_only = own_memory is not None
     argv = [str(runner), f"so={spec.path}", f"device={device_index}", f"cold_l2={int(policy.cold_l2 and not checks_only)}",
             f"flush={policy.l2_flush}", f"cover_ms={policy.launch_cover_ms:g}", f"warmup_ms={policy.warmup_ms:g}",
             f"launcher_budget_ms={policy.launcher_budget_ms:g}", f"cupti={int(not checks_only)}",
-            f"allow={','.join(spec.allow)}"]
+            f"allow={','.join(spec.allow)}"] + ([f"confine={':'.join(writable)}"] if writable else [])
     return argv + ["calibrate=0", f"data={own_memory}"] if checks_only else argv
 
 
@@ -135,6 +136,7 @@ class NativeWorker:
     def __post_init__(self):
         self._proc: subprocess.Popen | None = None
         self._buffer = b""
+        self._scratch = None
         self.writes_lse = True
 
     @property
@@ -157,9 +159,15 @@ class NativeWorker:
         if lib and "SOLBENCH_CUPTI_LIB" not in env:
             env["SOLBENCH_CUPTI_LIB"] = lib
         index = torch.cuda.current_device() if self.device.startswith("cuda") else 0
+        # The candidate is confined (solbench/sandbox/confine.py), except under a sanitizer, whose own
+        # library in the process writes where it likes.
+        self._scratch = None if self.wrap else scratch_dir(self.spec)
+        if self._scratch:
+            env.update({name: self._scratch for name in CACHE_VARIABLES})
+        writable = (self._scratch, "/dev") if self._scratch else ()
         log = open(self.log_path, "ab")
         try:
-            argv = [*self.wrap, *runner_argv(self.runner, self.spec, self.policy, index, self.own_memory)]
+            argv = [*self.wrap, *runner_argv(self.runner, self.spec, self.policy, index, self.own_memory, writable)]
             self._proc = subprocess.Popen(argv,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                           start_new_session=True)  # its own group: stop() ends what it started
@@ -213,6 +221,8 @@ class NativeWorker:
             except OSError:
                 pass
         self._proc = None
+        remove_scratch(self._scratch)
+        self._scratch = None
 
     # ------------------------------------------------------------------ commands
 
@@ -238,6 +248,7 @@ class NativeWorker:
                "flags": round_flags(raw, self.description, self.policy.host_check_tolerance),
                "telemetry": sampler.summary()}
         out["telemetry"]["runner"] = {k: self.description.get(k) for k in ("runner", "cupti", "cover", "notes")}
+        out["telemetry"]["sandbox"] = self.description.get("sandbox", "")
         if "kernels" in raw:
             out["telemetry"]["kernels"] = raw["kernels"]
             out["telemetry"]["stray_kernels"] = raw.get("stray_kernels", 0)

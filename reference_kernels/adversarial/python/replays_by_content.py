@@ -1,13 +1,15 @@
 """Cheat class 3, content-keyed memoisation: fingerprints its inputs and replays the stored answer when
 it has seen them. The supervisor gives every timed call contents never seen before, so it never replays
-where it counts and passes honestly. With SOLBENCH_ADVERSARY_LOG set, it appends 'hit' or 'miss' per
-call to that file, so a test can count.
+where it counts and passes honestly. With SOLBENCH_ADVERSARY_LOG set, it prints 'replays_by_content: hit'
+or '... miss' per call to its stderr (the worker's log in the run folder; a confined candidate may write
+nowhere else outside its scratch folder), so a test can count.
 
 expect: passed
 """
 
 import hashlib
 import os
+import sys
 
 import torch
 
@@ -38,5 +40,4 @@ def forward(inp):
         _honest_forward(inp)
         _memo[key] = (inp.out.clone(), inp.lse.clone())
     if os.environ.get("SOLBENCH_ADVERSARY_LOG"):
-        with open(os.environ["SOLBENCH_ADVERSARY_LOG"], "a") as f:
-            f.write("hit\n" if hit else "miss\n")
+        print("replays_by_content:", "hit" if hit else "miss", file=sys.stderr, flush=True)

@@ -20,7 +20,9 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,6 +76,7 @@ extern "C" __global__ void solbench_runner_settle() {}
 // ------------------------------------------------------------------ small helpers
 
 static FILE* g_replies = nullptr;
+static std::string g_sandbox = "not confined";  // what confine() applied, for the description
 static FILE* g_commands = nullptr;
 
 static double now_ms() {
@@ -159,10 +162,11 @@ struct Config {
     bool calibrate = true;  // measure the floors and calibrate the cover (not under a sanitizer: only checks run)
     std::string data_path;  // "own" tensors' contents (solbench run --sanitize)
     std::vector<std::string> allowed;  // forbidden-library names allowed anyway ("cutlass", ...)
+    std::vector<std::string> writable;  // confine=DIR:DIR: Landlock before the candidate loads (none: not confined)
 };
 
 // CONFIG is "key=value" tokens: so=PATH device=N cold_l2=0|1 flush=write|read|both cover_ms=X warmup_ms=X
-// launcher_budget_ms=X cupti=0|1 calibrate=0|1 data=PATH allow=a,b
+// launcher_budget_ms=X cupti=0|1 calibrate=0|1 data=PATH allow=a,b confine=DIR:DIR
 static Config parse_config(int argc, char** argv) {
     Config c;
     for (int i = 1; i < argc; ++i) {
@@ -177,6 +181,13 @@ static Config parse_config(int argc, char** argv) {
         else if (k == "warmup_ms") c.warmup_ms = atof(v.c_str());
         else if (k == "launcher_budget_ms") c.launcher_budget_ms = atof(v.c_str());
         else if (k == "cupti") c.cupti = v == "1";
+        else if (k == "confine") {
+            for (size_t a = 0, b; a <= v.size(); a = b + 1) {
+                b = v.find(':', a);
+                if (b == std::string::npos) b = v.size();
+                if (b > a) c.writable.push_back(v.substr(a, b - a));
+            }
+        }
         else if (k == "calibrate") c.calibrate = v == "1";
         else if (k == "data") c.data_path = v;
         else if (k == "allow") {
@@ -316,6 +327,8 @@ static std::vector<KernelRecord> cupti_take() {
     out.swap(g_cupti.records);
     return out;
 }
+
+#include "confine.h"  // confine(): Landlock before the candidate loads
 
 // ------------------------------------------------------------------ the candidate
 
@@ -886,7 +899,7 @@ static std::string describe() {
            ",\"l2_bytes\":" + json_num((double)t.l2_bytes) + ",\"flush\":" + json_str(flush_name(t.cfg)) +
            ",\"flush_bytes\":" + json_num((double)(t.buf_int4 * 16)) + ",\"cover\":\"spin kernel\"" +
            ",\"persisting_l2_control\":" + (t.persisting_ok ? "\"cudart\"" : "null") +
-           ",\"cupti\":" + (g_cupti.on ? "true" : "false") + "}";
+           ",\"cupti\":" + (g_cupti.on ? "true" : "false") + ",\"sandbox\":" + json_str(g_sandbox) + "}";
 }
 
 int main(int argc, char** argv) {
@@ -903,6 +916,7 @@ int main(int argc, char** argv) {
     check_cuda("CUDA context", cudaFree(nullptr));
     cupti_start(cfg);
     g_timer.setup(cfg);  // floors and the cover, before any candidate code exists in this process
+    if (!cfg.writable.empty()) g_sandbox = confine(cfg.writable);
     std::string why = load_candidate(cfg, &g_cand);
     if (!why.empty()) { reply("load_failed", why); return 0; }
     reply("ok", describe());

@@ -1,0 +1,82 @@
+"""Confine the candidate's process with Landlock before its code is loaded (Linux >= 5.13, unprivileged).
+
+Once confined, the process and everything it starts can write only beneath the directories it is given
+(its scratch folder and /dev, where the GPU's device files and POSIX shared memory live): not the run
+folder, the build cache, solbench's installation or its bytecode, other runs' records, the leaderboard.
+From Landlock ABI 6 (Linux 6.12) it can also signal no process outside its own domain (not the
+supervisor, not the comparators' workers), and from ABI 1 it can ptrace none (so no reading or writing
+another process's memory through /proc/PID/mem). Reading stays open: a candidate reads its own files and
+libraries. The native runner applies the same rules in C (solbench/sandbox/native/runner.cu).
+
+The syscall numbers (444-446) are the same on every Linux architecture.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
+_RULESET_VERSION = 1 << 0
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_SCOPE_SIGNAL = 1 << 1
+
+# Rights that change the file system (LANDLOCK_ACCESS_FS_*): write, remove, make anything; REFER from ABI 2,
+# TRUNCATE from ABI 3. Reading and executing are not handled, so they stay allowed everywhere.
+_WRITE_V1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
+_REFER, _TRUNCATE = 1 << 13, 1 << 14
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def abi_version() -> int:
+    """The kernel's Landlock ABI version; 0 when there is none (old kernel, or disabled at boot)."""
+    version = _libc().syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_RULESET_VERSION))
+    return max(0, int(version))
+
+
+def confine(writable: list[str]) -> str:
+    """Confine this process (see the module docstring); the directories in `writable` must exist. Returns
+    what was applied, in words, for the run's telemetry; OSError when the kernel refuses a step."""
+    abi = abi_version()
+    if abi < 1:
+        return "not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs)"
+    libc = _libc()
+    write = _WRITE_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    scoped = _SCOPE_SIGNAL if abi >= 6 else 0
+    # The attribute struct grew with the ABI: pass only the size this kernel knows.
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    attr = _RulesetAttr(write, 0, scoped)
+    ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+    try:
+        for path in writable:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rule = _PathBeneathAttr(write, fd)
+                if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)):
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        if libc.syscall(_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)):
+            raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(ruleset)
+    signals = "no signals outside it" if scoped else "signals not scoped (Landlock ABI < 6)"
+    return f"confined (Landlock ABI {abi}): writes only beneath {', '.join(writable)}; no ptrace, {signals}"
