@@ -83,3 +83,11 @@ def test_outliers_the_full_check_accepts_also_pass_the_timed_checks(tmp_path, mo
                           cold_l2=False, launcher_ab=False)
     result = _run("rare_outliers.py", tmp_path, policy=policy)
     assert [o.status for o in result.outcomes] == [Status.PASSED] * 2, [(o.status, o.reason) for o in result.outcomes]
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: the supervisor unpickles what the candidate's worker sends")
+def test_a_candidate_cannot_run_code_in_the_supervisor_through_its_replies(tmp_path):
+    proc = _cli(str(CORPUS / "unpickles_in_supervisor.py"), "--suite", "smoke", "--device", "cpu", "--quick",
+                "--max-scenarios", "2", "--out", str(tmp_path), env={"SOLBENCH_ADVERSARY_PICKLE": "1"})
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert [o["status"] for o in doc["outcomes"]] == ["mismatch", "mismatch"], proc.stdout[-2000:]
