@@ -3,7 +3,7 @@
 // dlopen, after the runner started CUPTI) opens the libcupti the runner already loaded (RTLD_NOLOAD: the same
 // handle, nothing new mapped) and calls cuptiActivityDisable for the three kinds the runner enabled
 // (runner.cu cupti_start, lines 292-294). From then on cupti_take() (runner.cu 306) returns nothing:
-// place_records (runner.cu 638-662) finds no spin, open or mark, `own` is empty, work_span_ms = 0 and
+// place_records (runner.cu 639-662) finds no spin, open or mark, `own` is empty, work_span_ms = 0 and
 // outside_ms = 0, count_stray counts 0, and kernels are [] -- and round_flags (native_worker.py 105-110) only
 // flags spans that are too long, never missing records. The work itself is hides_under_cover.cu's: the
 // seed on a private stream, waited for on the host inside the call, so the launch cover (which grows with

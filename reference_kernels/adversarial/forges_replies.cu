@@ -8,8 +8,8 @@
 // span_ms, issued_ms, launch_ms, cover_ms, work_span_ms) by 0.55 and zeroing stray_kernels. The work is the
 // seed's, honest and complete, so every output check passes. The supervisor decides from those numbers
 // (native_worker.py 98-111, 237-239); the only number it measures itself is the round's wall time
-// (evaluate.py 310-313, audit.py clock_gap), which flags a round only when the unexplained time exceeds
-// half the round AND 2 ms (audit.py 27-30, 135-139): 45 % unexplained never does, so every scenario passes
+// (evaluate.py 296, 334; audit.py clock_gap 123-135), which flags a round only when the unexplained time exceeds
+// half the round AND 2 ms (audit.py 27-28, 133-135): 45 % unexplained never does, so every scenario passes
 // 1.8x faster than it ran (and rounds under ~2 ms of unexplained time may be scaled by any factor). The same
 // descriptor carries "forbidden ..." replies, and the thread could rewrite those too.
 // expect: hidden_work or tampered

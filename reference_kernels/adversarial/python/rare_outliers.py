@@ -1,5 +1,5 @@
 """False positive (not a cheat), found in review 18: the verdict allows isolated rounding outliers
-(Tolerance.max_outside_frac = 1e-4 of the elements, verdict.py 29), and the checked call is judged on the
+(Tolerance.max_outside_frac = 1e-4 of the elements, verdict.py 26), and the checked call is judged on the
 whole output, where they fit. The timed calls are judged on 4 sampled query rows (audit.py 21, 115-118)
 with the same fraction: 4 rows x heads x d is 2048 elements in smoke (16384 at 32 heads), so a single
 outlier in a sampled row is 0.05 % > 0.01 % and the scenario is `mismatch` "while timing". This forward is
