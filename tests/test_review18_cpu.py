@@ -91,3 +91,10 @@ def test_a_candidate_cannot_run_code_in_the_supervisor_through_its_replies(tmp_p
                 "--max-scenarios", "2", "--out", str(tmp_path), env={"SOLBENCH_ADVERSARY_PICKLE": "1"})
     doc = json.loads((tmp_path / "results.json").read_text())
     assert [o["status"] for o in doc["outcomes"]] == ["mismatch", "mismatch"], proc.stdout[-2000:]
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: the clock rule needs more than half of each round unexplained")
+def test_times_reported_at_055_are_caught_on_the_supervisors_clock(tmp_path):
+    result = _run("fakes_samples_under_half.py", tmp_path, n=3, seed="default")
+    wrong = [(o.scenario_id, o.status.value) for o in result.outcomes if o.status is not Status.HIDDEN_WORK]
+    assert not wrong, wrong
