@@ -1,0 +1,100 @@
+"""Review 18's findings on a CPU: each test states what the harness must do with one file of
+reference_kernels/adversarial/python, and is a strict xfail while the hole is open (it fails today; the
+fix turns it into an XPASS, which fails strict: drop the mark then)."""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from solbench.core.model import Status  # noqa: E402
+from solbench.core.policy import QUICK, TimingPolicy  # noqa: E402
+from solbench.supervisor.runner import RunConfig, run  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[1] / "reference_kernels" / "adversarial" / "python"
+OPEN = "review 18: open"
+
+
+def _run(name, tmp_path, n=2, **kw):
+    kw = {"seed": None, "policy": QUICK, **kw}
+    return run(RunConfig(candidate=str(CORPUS / name), suite="smoke", device="cpu", out_dir=tmp_path,
+                         max_scenarios=n, **kw))
+
+
+def _cli(*args, env=None, check=False):
+    return subprocess.run([sys.executable, "-m", "solbench", "run", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, check=check, timeout=300)
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: a sibling worker can be stopped by the candidate")
+def test_a_candidate_that_stalls_the_comparators_gets_no_speed_up(tmp_path):
+    """An honest forward (torch_attention.py) against itself is ~1x; stalled comparators must not make it more."""
+    result = _run("stalls_comparators.py", tmp_path, seed="default")
+    inflated = [(o.scenario_id, statistics.median(o.ratios["seed"])) for o in result.outcomes
+                if o.status is Status.PASSED and statistics.median(o.ratios["seed"]) > 1.5]
+    assert not inflated, inflated
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: the worker can write the supervisor's bytecode cache")
+def test_a_candidate_cannot_plant_code_the_supervisor_imports(tmp_path):
+    proc = _cli(str(CORPUS / "plants_supervisor_bytecode.py"), "--suite", "smoke", "--device", "cpu", "--quick",
+                "--max-scenarios", "2", "--out", str(tmp_path), env={"SOLBENCH_ADVERSARY_PLANT": "1"})
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert [o["status"] for o in doc["outcomes"]] == ["mismatch", "mismatch"], proc.stdout[-2000:]
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: --resume keeps what results.json says")
+def test_a_resumed_run_keeps_no_outcome_the_candidate_forged(tmp_path):
+    """The candidate (zeros) forges results.json and kills the supervisor; --resume must not believe it."""
+    candidate = str(CORPUS / "forges_for_resume.py")
+    common = ["--suite", "smoke", "--device", "cpu", "--quick", "--max-scenarios", "3", "--seed", "none"]
+    first = _cli(candidate, *common, "--out", str(tmp_path), env={"SOLBENCH_ADVERSARY_RESUME": "1"})
+    assert first.returncode != 0  # the supervisor was killed
+    _cli(candidate, *common, "--resume", str(tmp_path))
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert all(o["status"] != "passed" for o in doc["outcomes"]), [o["status"] for o in doc["outcomes"]]
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: writes_lse is the worker's word")
+def test_a_python_candidate_that_leaves_lse_unwritten_is_unwritten(tmp_path):
+    result = _run("skips_lse.py", tmp_path)
+    assert [o.status for o in result.outcomes] == [Status.UNWRITTEN] * 2, [(o.status, o.reason) for o in result.outcomes]
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: a comparator killed mid-timing leaves no clock check")
+def test_killing_the_comparators_does_not_switch_the_clock_check_off(tmp_path):
+    result = _run("kills_the_yardstick.py", tmp_path, seed="default")
+    wrong = [(o.scenario_id, o.status.value) for o in result.outcomes if o.status is not Status.HIDDEN_WORK]
+    assert not wrong, wrong
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: sampled rows allow no outlier where the full check allows 1e-4")
+def test_outliers_the_full_check_accepts_also_pass_the_timed_checks(tmp_path, monkeypatch):
+    import secrets
+
+    monkeypatch.setattr(secrets, "token_bytes", lambda n: b"\x01" * n)  # the same rows drawn every time
+    policy = TimingPolicy(warmup_ms=5.0, round_samples=3, min_rounds=8, max_rounds=8, target_rel_ci=0.05, max_time_s=60.0,
+                          cold_l2=False, launcher_ab=False)
+    result = _run("rare_outliers.py", tmp_path, policy=policy)
+    assert [o.status for o in result.outcomes] == [Status.PASSED] * 2, [(o.status, o.reason) for o in result.outcomes]
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: the supervisor unpickles what the candidate's worker sends")
+def test_a_candidate_cannot_run_code_in_the_supervisor_through_its_replies(tmp_path):
+    proc = _cli(str(CORPUS / "unpickles_in_supervisor.py"), "--suite", "smoke", "--device", "cpu", "--quick",
+                "--max-scenarios", "2", "--out", str(tmp_path), env={"SOLBENCH_ADVERSARY_PICKLE": "1"})
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert [o["status"] for o in doc["outcomes"]] == ["mismatch", "mismatch"], proc.stdout[-2000:]
+
+
+@pytest.mark.xfail(strict=True, reason=f"{OPEN}: the clock rule needs more than half of each round unexplained")
+def test_times_reported_at_055_are_caught_on_the_supervisors_clock(tmp_path):
+    result = _run("fakes_samples_under_half.py", tmp_path, n=3, seed="default")
+    wrong = [(o.scenario_id, o.status.value) for o in result.outcomes if o.status is not Status.HIDDEN_WORK]
+    assert not wrong, wrong
