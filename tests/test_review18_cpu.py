@@ -15,7 +15,12 @@ pytest.importorskip("torch")
 
 from solbench.core.model import Status  # noqa: E402
 from solbench.core.policy import QUICK, TimingPolicy  # noqa: E402
+from solbench.sandbox.confine import abi_version  # noqa: E402
 from solbench.supervisor.runner import RunConfig, run  # noqa: E402
+
+LANDLOCK = abi_version()
+needs_landlock = pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock: the candidate is not confined")
+needs_signal_scope = pytest.mark.skipif(LANDLOCK < 6, reason=f"Landlock ABI {LANDLOCK} < 6 does not scope signals")
 
 CORPUS = Path(__file__).resolve().parents[1] / "reference_kernels" / "adversarial" / "python"
 OPEN = "review 18: open"
@@ -32,7 +37,7 @@ def _cli(*args, env=None, check=False):
                           env={**os.environ, **(env or {})}, check=check, timeout=300)
 
 
-@pytest.mark.xfail(strict=True, reason=f"{OPEN}: a sibling worker can be stopped by the candidate")
+@needs_signal_scope
 def test_a_candidate_that_stalls_the_comparators_gets_no_speed_up(tmp_path):
     """An honest forward (torch_attention.py) against itself is ~1x; stalled comparators must not make it more."""
     result = _run("stalls_comparators.py", tmp_path, seed="default")
@@ -41,7 +46,7 @@ def test_a_candidate_that_stalls_the_comparators_gets_no_speed_up(tmp_path):
     assert not inflated, inflated
 
 
-@pytest.mark.xfail(strict=True, reason=f"{OPEN}: the worker can write the supervisor's bytecode cache")
+@needs_landlock
 def test_a_candidate_cannot_plant_code_the_supervisor_imports(tmp_path):
     proc = _cli(str(CORPUS / "plants_supervisor_bytecode.py"), "--suite", "smoke", "--device", "cpu", "--quick",
                 "--max-scenarios", "2", "--out", str(tmp_path), env={"SOLBENCH_ADVERSARY_PLANT": "1"})
@@ -49,7 +54,7 @@ def test_a_candidate_cannot_plant_code_the_supervisor_imports(tmp_path):
     assert [o["status"] for o in doc["outcomes"]] == ["mismatch", "mismatch"], proc.stdout[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason=f"{OPEN}: --resume keeps what results.json says")
+@needs_landlock
 def test_a_resumed_run_keeps_no_outcome_the_candidate_forged(tmp_path):
     """The candidate (zeros) forges results.json and kills the supervisor; --resume must not believe it."""
     candidate = str(CORPUS / "forges_for_resume.py")
@@ -61,16 +66,17 @@ def test_a_resumed_run_keeps_no_outcome_the_candidate_forged(tmp_path):
     assert all(o["status"] != "passed" for o in doc["outcomes"]), [o["status"] for o in doc["outcomes"]]
 
 
-@pytest.mark.xfail(strict=True, reason=f"{OPEN}: writes_lse is the worker's word")
 def test_a_python_candidate_that_leaves_lse_unwritten_is_unwritten(tmp_path):
     result = _run("skips_lse.py", tmp_path)
     assert [o.status for o in result.outcomes] == [Status.UNWRITTEN] * 2, [(o.status, o.reason) for o in result.outcomes]
 
 
-@pytest.mark.xfail(strict=True, reason=f"{OPEN}: a comparator killed mid-timing leaves no clock check")
+@needs_signal_scope
 def test_killing_the_comparators_does_not_switch_the_clock_check_off(tmp_path):
+    """Confined, the candidate cannot signal its siblings: its kill fails in its own process."""
     result = _run("kills_the_yardstick.py", tmp_path, seed="default")
-    wrong = [(o.scenario_id, o.status.value) for o in result.outcomes if o.status is not Status.HIDDEN_WORK]
+    wrong = [(o.scenario_id, o.status.value, o.reason) for o in result.outcomes
+             if o.status is Status.PASSED or "Operation not permitted" not in o.reason]
     assert not wrong, wrong
 
 
@@ -85,15 +91,15 @@ def test_outliers_the_full_check_accepts_also_pass_the_timed_checks(tmp_path, mo
     assert [o.status for o in result.outcomes] == [Status.PASSED] * 2, [(o.status, o.reason) for o in result.outcomes]
 
 
-@pytest.mark.xfail(strict=True, reason=f"{OPEN}: the supervisor unpickles what the candidate's worker sends")
 def test_a_candidate_cannot_run_code_in_the_supervisor_through_its_replies(tmp_path):
+    """Replies are JSON: the pickled message is a malformed reply, and the candidate does not load."""
     proc = _cli(str(CORPUS / "unpickles_in_supervisor.py"), "--suite", "smoke", "--device", "cpu", "--quick",
                 "--max-scenarios", "2", "--out", str(tmp_path), env={"SOLBENCH_ADVERSARY_PICKLE": "1"})
-    doc = json.loads((tmp_path / "results.json").read_text())
-    assert [o["status"] for o in doc["outcomes"]] == ["mismatch", "mismatch"], proc.stdout[-2000:]
+    assert proc.returncode == 5 and "malformed reply" in proc.stderr, (proc.returncode, proc.stderr[-2000:])
+    record = tmp_path / "results.json"
+    assert not record.exists() or not any(o["status"] == "passed" for o in json.loads(record.read_text())["outcomes"])
 
 
-@pytest.mark.xfail(strict=True, reason=f"{OPEN}: the clock rule needs more than half of each round unexplained")
 def test_times_reported_at_055_are_caught_on_the_supervisors_clock(tmp_path):
     result = _run("fakes_samples_under_half.py", tmp_path, n=3, seed="default")
     wrong = [(o.scenario_id, o.status.value) for o in result.outcomes if o.status is not Status.HIDDEN_WORK]

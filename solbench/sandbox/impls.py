@@ -54,7 +54,6 @@ class PythonImpl:
         if not callable(getattr(module, "forward", None)):
             raise LoadError(f"{path}: no function `forward(inputs)`; define one that writes inputs.out and inputs.lse")
         self.module = module
-        self.writes_lse = bool(getattr(module, "WRITES_LSE", True))
 
     def bind(self, inputs):
         forward = self.module.forward

@@ -24,7 +24,7 @@ ROWS_PER_CHECK = 4
 CLOCK_GAP = "supervisor_clock_gap"
 """Flag: the supervisor's own clock saw the candidate's rounds take far longer than its reported times
 and the loop's overhead (measured on the trusted comparators' rounds) explain."""
-CLOCK_GAP_SHARE = 0.5
+CLOCK_GAP_SHARE = 0.35
 CLOCK_GAP_SLACK_MS = 2.0
 """A round's unexplained time must exceed both this share of its wall time and this many ms: the loop's
 own jitter (pipe, telemetry, the interpreter) never does."""

@@ -178,7 +178,8 @@ def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse,
         return FAILURE_STATUS[exc.kind], str(exc), None
     if isinstance(reply, dict):
         return Status.SKIPPED, f"declined (unsupported): {reply['unsupported']}", None
-    worker.writes_lse = timed.writes_lse = info["writes_lse"]
+    # A comparator library may not produce the LSE; the candidate must (the ABI), whatever its worker says.
+    info["writes_lse"] = worker.writes_lse = timed.writes_lse = audited or bool(info["writes_lse"])
     if audited:
         failure = _outside_outputs(check_copy, before, key, "the checked call")
         if failure:
@@ -253,6 +254,12 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
         return Status.HIDDEN_WORK, ("device time on the timed stream is far below the synchronised wall time "
                                     "of the call: work ran outside the stream it was given")
     return Status.PASSED, ""
+
+
+def _process_kind(worker) -> str:
+    """'native' for the native runner, 'python' for a Python host."""
+    spec = getattr(worker, "spec", None)
+    return "native" if getattr(spec, "kind", "") == "cu" and getattr(spec, "runner", "") == "native" else "python"
 
 
 class _TimingFailure(WorkerFailure):
@@ -331,14 +338,19 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
         if may_stop and (tight or time.perf_counter() - start > policy.max_time_s):
             break
     t = trace(f"rounds ({r + 1})", t)
-    if clock_gap(clocked["candidate"], [c for n in workers if n != "candidate" for c in clocked[n]]):
+    # The loop's own cost per call differs between the native runner and the Python host: the yardstick is
+    # the comparators timed in the candidate's kind of process, where there are any.
+    kind = _process_kind(workers["candidate"])
+    same = [n for n in workers if n != "candidate" and _process_kind(workers[n]) == kind]
+    yardstick = same or [n for n in workers if n != "candidate"]
+    if clock_gap(clocked["candidate"], [c for n in yardstick for c in clocked[n]]):
         # A loaded host stalls some rounds at random; a worker that reports its calls short does it in every
         # round. So a gap counts only when it holds again on fresh rounds, taken for this check alone.
         clocked = {n: [] for n in workers}
         for r2 in range(r + 1, r + 1 + CLOCK_CONFIRM_ROUNDS):
             for name in round_order(list(workers), r2):
                 timed_round(name, r2)
-        if clock_gap(clocked["candidate"], [c for n in workers if n != "candidate" for c in clocked[n]]):
+        if clock_gap(clocked["candidate"], [c for n in yardstick for c in clocked[n]]):
             flags["candidate"].add(CLOCK_GAP)
         t = trace(f"clock check rounds ({CLOCK_CONFIRM_ROUNDS})", t)
     # The candidate's launcher A/B only: the comparators' was recorded and never read, and took ~0.2 s per

@@ -300,11 +300,14 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
 
 def _sanitized(result: RunResult, config: RunConfig, spec, scenarios, ctx, secret: bytes, sanitizer: str) -> RunResult:
     """The result with --sanitize's findings, and sanitizer_error for each passed scenario with one."""
+    from solbench.supervisor.processes import Reaper
     from solbench.supervisor.sanitize import sanitize, smallest, verdicts
 
     passed = {o.scenario_id for o in result.outcomes if o.status is Status.PASSED}
     picked = smallest([s for s in scenarios if s.id in passed], config.sanitize)
+    reaper = Reaper()  # the sanitized runners are not confined: what they leave behind is ended before the record
     findings = sanitize(spec, picked, ctx.arch, Path(ctx.log_dir), ctx.device, ctx.policy, secret, sanitizer=sanitizer)
+    reaper.sweep()
     failed = verdicts(findings)
     outcomes = tuple(replace(o, status=Status.SANITIZER_ERROR, reason=failed[o.scenario_id])
                      if o.scenario_id in failed else o for o in result.outcomes)
