@@ -16,7 +16,8 @@ from solbench.sandbox.impls import ImplSpec  # noqa: E402
 from solbench.sandbox.timing import HOST_GAP  # noqa: E402
 from solbench.sandbox.worker import WorkerFailure  # noqa: E402
 from solbench.supervisor.evaluate import FAILURE_STATUS  # noqa: E402
-from solbench.supervisor.native_worker import WORK_OUTSIDE_EVENTS, NativeWorker, round_flags, runner_argv  # noqa: E402
+from solbench.supervisor.native_worker import (CUPTI_BLIND, WORK_OUTSIDE_EVENTS, NativeWorker, round_flags,  # noqa: E402
+                                               runner_argv)
 
 FLOORS = {"host_floor_ms": 0.01, "host_gap_slack_ms": 0.02}
 
@@ -127,6 +128,8 @@ def test_flags_from_raw_numbers():
     assert round_flags({**_raw([0.1, 0.1], work=[0.05, 0.05]), "outside_ms": [0.0, 0.03]}, FLOORS, 0.5) == [
         WORK_OUTSIDE_EVENTS]
     assert round_flags({**_raw([0.1, 0.1], work=[0.05, 0.05]), "outside_ms": [0.0, 0.0005]}, FLOORS, 0.5) == []
+    # an iteration without the runner's own marks: CUPTI was switched off inside (disables_cupti.cu)
+    assert round_flags({**_raw([0.1, 0.1], work=[0.0, 0.0]), "unmarked": 1}, FLOORS, 0.5) == [CUPTI_BLIND]
     # no CUPTI: the host-gap rule of the Python host, a majority of the round
     assert round_flags(_raw([0.1, 0.1, 0.1], host=[2.0, 2.0, 0.2], span=[0.1] * 3), FLOORS, 0.5) == [HOST_GAP]
     assert round_flags(_raw([0.1, 0.1, 0.1], host=[2.0, 0.2, 0.2], span=[0.1] * 3), FLOORS, 0.5) == []

@@ -235,7 +235,7 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     from solbench.core.roofline import is_faster_than_light
     from solbench.core.stats import median
     from solbench.sandbox.timing import HOST_GAP, PERSISTING_L2
-    from solbench.supervisor.native_worker import WORK_OUTSIDE_EVENTS
+    from solbench.supervisor.native_worker import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
 
     t_ms = median(measurement.samples_ms)
     if bound is not None and is_faster_than_light(t_ms, bound):
@@ -244,6 +244,9 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     if PERSISTING_L2 in measurement.flags:
         return Status.TAMPERED, ("a persisting-L2 carve-out was set while it was timed: cold-L2 timing "
                                     "does not hold, so the times do not count")
+    if CUPTI_BLIND in measurement.flags:
+        return Status.TAMPERED, ("CUPTI stopped recording the runner's own marks around a timed call: recording was "
+                                 "switched off or disturbed from inside the process, so its work was not seen")
     if CLOCK_GAP in measurement.flags:
         return Status.HIDDEN_WORK, ("the supervisor's clock saw the timed rounds take far longer than the reported "
                                     "times and the loop's overhead explain: the times were not those of the calls")

@@ -29,6 +29,9 @@ from solbench.sandbox.worker import CACHE_VARIABLES, WorkerFailure, _describe_ex
 WORK_OUTSIDE_EVENTS = "work_outside_events"
 """Flag: CUPTI saw the call's own kernels or copies (any stream) run outside its start/end events, or land
 between timed calls."""
+CUPTI_BLIND = "cupti_blind"
+"""Flag: CUPTI did not record the runner's own marks in a timed call, so it saw nothing of the call's work
+(recording switched off or disturbed from inside the process)."""
 SPAN_TOLERANCE = 0.02
 SPAN_SLACK_MS = 0.005
 """A call's kernels may span its events by this share plus this much (timestamp granularity) and no more."""
@@ -109,6 +112,8 @@ def round_flags(raw: dict, floors: dict, tolerance: float) -> list[str]:
         outside = [ms > OUTSIDE_SLACK_MS for ms in raw.get("outside_ms", ())]
         if any(longer) or any(outside) or raw.get("stray_kernels", 0):
             flags.add(WORK_OUTSIDE_EVENTS)
+        if raw.get("unmarked", 0):
+            flags.add(CUPTI_BLIND)
     return sorted(flags)
 
 

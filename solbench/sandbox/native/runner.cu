@@ -500,6 +500,7 @@ struct Timer {
     std::string gpu;
     std::vector<KernelRecord> last_kernels;  // the candidate's records of the latest iteration
     int stray = 0;  // the candidate's records that fell between timed iterations (a host thread's late work)
+    int unmarked = 0;  // timed iterations whose own marks CUPTI did not record (recording switched off inside)
 
     void setup(const Config& c) {
         cfg = c;
@@ -674,6 +675,7 @@ struct Timer {
             if (recs[i].name == "solbench_runner_open" && (open < 0 || recs[i].end_ns > recs[open].end_ns)) open = i;
             if (recs[i].name == "solbench_runner_mark" && (mark < 0 || recs[i].start_ns < recs[mark].start_ns)) mark = i;
         }
+        if (open < 0 || mark < 0 || (covered && spin < 0)) ++unmarked;
         unsigned long long opens = std::max(spin >= 0 ? recs[spin].end_ns : 0ull, open >= 0 ? recs[open].end_ns : 0ull);
         // The settle kernel: one, ended before the iteration's first mark of its own began (so a look-alike
         // inside the window is still the candidate's work).
@@ -738,6 +740,7 @@ static void cmd_round(const std::vector<int>& order) {
     // What came since the last command: after a round of ours, anything but the runner's own is the
     // candidate's work landing late (a host thread); after warm-up or a check it is their own work.
     g_timer.stray = 0;
+    g_timer.unmarked = 0;
     std::vector<KernelRecord> pending = cupti_take();
     if (g_after_round) g_timer.stray += g_timer.count_stray(pending, false);
     std::vector<double> dev, host, launch, cover, span, issued, work, outside, late;
@@ -763,7 +766,8 @@ static void cmd_round(const std::vector<int>& order) {
         body += ",\"work_span_ms\":" + json_list(work) + ",\"outside_ms\":" + json_list(outside) +
                 ",\"late_open_ms\":" + json_list(late) +
                 ",\"kernels\":" + kernels_json(g_timer.last_kernels) +
-                ",\"stray_kernels\":" + std::to_string(g_timer.stray);
+                ",\"stray_kernels\":" + std::to_string(g_timer.stray) +
+                ",\"unmarked\":" + std::to_string(g_timer.unmarked);
     reply("ok", body + "}");
 }
 
