@@ -214,6 +214,15 @@ static bool allowed(const Config& c, const std::string& lib) {
     return std::find(c.allowed.begin(), c.allowed.end(), lib) != c.allowed.end();
 }
 
+static const std::string& self_exe() {
+    static std::string path = [] {
+        char buf[4096];
+        ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+        return std::string(buf, n > 0 ? (size_t)n : 0);
+    }();
+    return path;
+}
+
 // The first forbidden library mapped into this process now, or "".
 static std::string forbidden_mapped() {
     const Config& c = g_cfg;
@@ -224,6 +233,23 @@ static std::string forbidden_mapped() {
     while (found.empty() && fgets(line, sizeof line, f)) {
         const char* path = strchr(line, '/');
         if (!path) continue;
+        std::string where = path;
+        where.erase(where.find_last_not_of("\n") + 1);
+        // Code mapped from a file it made at run time (a memfd, a deleted file, its scratch folder) could be
+        // any library under any name: that is refused as such.
+        char perms[8] = "";
+        bool executable = sscanf(line, "%*s %7s", perms) == 1 && strchr(perms, 'x');
+        bool deleted = where.find(" (deleted)") != std::string::npos;
+        if (deleted && (where.rfind(c.so_path, 0) == 0 || where.rfind(self_exe(), 0) == 0))
+            deleted = false;  // the candidate's build or this runner, replaced in the cache by a later build
+        bool made_here = where.rfind("/memfd:", 0) == 0 || deleted;
+        for (auto& dir : c.writable)
+            if (dir != "/dev" && where.rfind(dir + "/", 0) == 0) made_here = true;
+        if (executable && made_here) {
+            found = format("the candidate's process runs code from a file made at run time (%s): which library it "
+                           "is cannot be told, so it is not allowed", where.c_str());
+            break;
+        }
         const char* base = strrchr(path, '/') + 1;
         for (auto& rule : FORBIDDEN_FILES)
             if (strncmp(base, rule[1], strlen(rule[1])) == 0 && !allowed(c, rule[0])) {
@@ -238,7 +264,9 @@ static std::string forbidden_mapped() {
 
 // The first forbidden library a kernel name points to (cuBLAS / cuDNN / CUTLASS kernels), or "".
 static std::string forbidden_kernel(const Config& c, const std::string& name) {
-    static const char* RULES[][2] = {{"cublas", "cublas"}, {"cudnn", "cudnn"}, {"cutlass", "cutlass"}};
+    // cuBLAS(Lt)'s own GEMM families on Hopper and Blackwell are named nvjet_* and *xmma*, without "cublas".
+    static const char* RULES[][2] = {{"cublas", "cublas"}, {"cublas", "nvjet_"}, {"cublas", "xmma"},
+                                     {"cudnn", "cudnn"}, {"cutlass", "cutlass"}};
     std::string lower = name;
     std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
     for (auto& rule : RULES)
