@@ -12,7 +12,7 @@ of this is decided by code in the worker's process.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from solbench.core.model import Status
 from solbench.core.scenario import Scenario
@@ -20,6 +20,11 @@ from solbench.core.tensors import Inputs, guard_damage, poisoned
 
 ROWS_PER_CHECK = 4
 """Query rows (all heads each) compared with the reference per copy and round."""
+OUTLIER_ALPHA = 1e-4
+"""The sampled rows of a scenario's timed calls hold more elements outside the tolerance than the verdict's
+allowed fraction admits only when a binomial test at this level says so: a few rows are too few to hold
+the fraction to each check (one outlier in 2048 elements is 5x the 1e-4 allowed), and an honest kernel
+with rare outliers passes the full check."""
 
 CLOCK_GAP = "supervisor_clock_gap"
 """Flag: the supervisor's own clock saw the candidate's rounds take far longer than its reported times
@@ -61,6 +66,9 @@ class TimedCopies:
     """The next trial number to draw fresh contents from."""
     fingerprints: list[dict] = field(default_factory=list)
     key: int = 0
+    outliers: int = 0
+    """Elements outside the tolerance in every row sampled so far, and how many elements those rows hold."""
+    sampled: int = 0
 
     @classmethod
     def make(cls, sc: Scenario, count: int, device: str, secret: bytes, audited: bool,
@@ -100,7 +108,9 @@ class TimedCopies:
     def _check(self, i: int, round_index: int) -> None:
         from solbench.supervisor.inputs import input_fingerprint
         from solbench.supervisor.reference import reference_rows
-        from solbench.supervisor.verdict import judge
+        from scipy.stats import binom
+
+        from solbench.supervisor.verdict import TOLERANCES, judge
 
         inp = self.copies[i]
         where = f"timed call on input copy {i} in round {round_index + 1}"
@@ -117,9 +127,18 @@ class TimedCopies:
         tokens = sorted(self.rng.sample(range(self.sc.total_q), min(ROWS_PER_CHECK, self.sc.total_q)))
         ref_out, ref_lse = reference_rows(inp, tokens)
         index = _index(tokens, inp.out.device)
-        verdict = judge(inp.out[index], inp.lse[index], ref_out, ref_lse, self.sc.dtype, writes_lse=self.writes_lse)
+        tol = replace(TOLERANCES[self.sc.dtype], max_outside_frac=1.0)  # the fraction is judged over all samples
+        out = inp.out[index]
+        verdict = judge(out, inp.lse[index], ref_out, ref_lse, self.sc.dtype, writes_lse=self.writes_lse, tol=tol)
         if verdict.status is not Status.PASSED:
             raise AuditFailure(verdict.status, f"{where}, rows {tokens}: {verdict.reason}")
+        self.outliers += round(verdict.error.frac_outside_tol * out.numel())
+        self.sampled += out.numel()
+        allowed = TOLERANCES[self.sc.dtype].max_outside_frac
+        if self.outliers and binom.sf(self.outliers - 1, self.sampled, allowed) < OUTLIER_ALPHA:
+            raise AuditFailure(Status.MISMATCH, f"{where}: {self.outliers} of {self.sampled} elements in the rows "
+                                                f"sampled so far lie outside the tolerance, more than the {allowed:g} "
+                                                f"allowed (binomial p < {OUTLIER_ALPHA:g})")
 
 
 def clock_gap(candidate_rounds, trusted_rounds) -> bool:
