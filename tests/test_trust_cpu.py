@@ -97,3 +97,16 @@ def test_the_clock_check_passes_an_honest_candidate_and_needs_a_trusted_comparat
     assert not clock_gap([(40.0, 4.0, 3), (40.0, 37.5, 3), (40.0, 37.5, 3)], trusted)  # one round: noise
     assert not clock_gap([(3.0, 0.3, 3)] * 5, trusted)  # under the absolute slack
     assert not clock_gap([(40.0, 4.0, 3)] * 5, [])  # nothing trusted to measure the loop with
+
+
+def test_the_candidates_confinement_is_recorded_with_its_times(tmp_path):
+    """What the candidate's worker was confined by, said before the candidate loaded, rides with each round's
+    telemetry; the trusted comparators are not confined."""
+    from solbench.sandbox.confine import abi_version
+
+    result = run(RunConfig(candidate=str(CORPUS.parent.parent / "torch_attention.py"), suite="smoke", device="cpu",
+                           policy=QUICK, out_dir=tmp_path, max_scenarios=1))
+    (outcome,) = result.outcomes
+    sandbox = outcome.measurements["candidate"].telemetry["sandbox"]
+    assert sandbox.startswith("confined (Landlock ABI") if abi_version() >= 1 else sandbox.startswith("not confined")
+    assert outcome.measurements["seed"].telemetry.get("sandbox", "") == ""
