@@ -1,8 +1,11 @@
 // hides_under_cover.cu -- class 4: runs the seed's work on a private stream and waits for it on the host,
 // then returns with nothing on p->stream. In a timed call the launch cover holds p->stream meanwhile (the
 // cover grows with the call's own launch time), so the start and end events see an empty call, and the
-// host clock sees only a slow launcher. CUPTI sees its kernels run before the start event.
-// expect: hidden_work
+// host clock sees only a slow launcher. CUPTI sees its kernels run before the start event. Where its
+// private stream's work runs after the cover instead (seen on the H200: the window's marks then hold it,
+// device time 0.069-0.079 ms against the seed's 0.058-0.065 ms on smoke), `passed` means the events timed
+// all of its work (the supervisor checks the CUPTI span against them): it gains nothing either way.
+// expect: hidden_work or passed
 #include <cuda_runtime.h>
 
 #define solbench_attention_forward seed_attention_forward  // reuse the seed under another name
