@@ -99,7 +99,7 @@ def test_a_candidate_cannot_run_code_in_the_supervisor_through_its_replies(tmp_p
 
 
 def test_times_reported_at_055_are_caught_on_the_supervisors_clock(tmp_path):
-    """On smoke's two largest CPU calls the 45 % a round hides is above the rule's share and slack; on
+    """On smoke's first two scenarios the 45 % a CPU round hides is above the rule's share and slack; on
     shorter calls it is not (the README's limit: short calls are the weak spot)."""
     result = _run("fakes_samples_under_half.py", tmp_path, n=2, seed="default")
     wrong = [(o.scenario_id, o.status.value) for o in result.outcomes if o.status is not Status.HIDDEN_WORK]
