@@ -22,7 +22,11 @@ SANITIZED = {p.name: m.group(1) for p in sorted(CORPUS.glob("*.cu"))
 SEED = CORPUS.parent / "seed_attention.cu"
 
 
-KNOWN_ESCAPES: dict[str, str] = {}
+KNOWN_ESCAPES: dict[str, str] = {
+    "forges_replies.cu": "its constructor owns the runner's reply pipe and reports 0.55 of its times; on smoke's "
+                         "short calls that hides less than the supervisor's clock rule can see (README: what is not "
+                         "guaranteed)",
+}
 """Cheats that still get past the checks, each with what was seen: the test fails once one is caught, so
 the entry is removed then."""
 
