@@ -336,11 +336,12 @@ def as_seed_run(run: RunResult) -> RunResult:
 
 
 def test_recorded_entries_take_each_library_once_from_the_run_timing_most():
+    # a recorded run's 'fa3' is the fa3-fwd adapter (solbench.baselines.RENAMED): the entry is named so
     most = as_seed_run(make_run("rec-smoke", {"candidate": 10.0, "fa3": 1.0, "fa4": 1.1}, 1))
     more = as_seed_run(make_run("rec-smoke+more", {"candidate": 10.0, "fa3": 0.5, "flex": 2.0}, 2))
     entries = recorded_entries([more, most])
     assert [(e.name, e.impl, e.run_id) for e in entries] == [
-        ("seed", "candidate", "rec-smoke"), ("fa3", "fa3", "rec-smoke"), ("fa4", "fa4", "rec-smoke"),
+        ("seed", "candidate", "rec-smoke"), ("fa3-fwd", "fa3", "rec-smoke"), ("fa4", "fa4", "rec-smoke"),
         ("flex", "flex", "rec-smoke+more")]
     assert {e.author for e in entries} == {"solbench recorded run"}
 
