@@ -71,9 +71,9 @@ def run(args) -> int:
         with Store(db) as store:
             entry = store.add_result(args.results, args.impl, args.name, args.author)
             boards = _boards(store.entries(entry.suite, entry.arch), args.baselines_dir)
-        standing = next(s for b in boards for s in b.standings if s.entry.name == entry.name
-                        and b.gpu_model == entry.gpu_model)
-        place = f"rank {standing.rank}" if standing.rank else f"not ranked: {standing.reason}"
+        board, standing = next((b, s) for b in boards for s in b.standings if s.entry.name == entry.name
+                               and b.gpu_model == entry.gpu_model)
+        place = f"not ranked: {standing.reason}" if standing.reason else _place(board, standing)
         print(f"added {entry.name} ({entry.impl}, suite {entry.suite}, {entry.gpu_model}) to {db}; {place}")
         return 0
     if args.action == "remove":
@@ -96,6 +96,15 @@ def run(args) -> int:
     index = write_site(boards, args.html)
     print(f"wrote {index}")
     return 0
+
+
+def _place(board, standing) -> str:
+    """'rank 2 of 5 on the 24 common scenarios, rank =1 coverage-weighted'."""
+    from solbench.leaderboard.text import rank_label
+
+    head = (f"rank {rank_label(standing)} of {len(board.ranked)} on the {len(board.common)} common scenarios"
+            if board.common else "no common scenario")
+    return f"{head}, rank {rank_label(standing, weighted=True)} coverage-weighted"
 
 
 def _recorded_boards(args, db: Path):

@@ -110,11 +110,11 @@ def style_key(entry) -> str:
 
 
 def chart_points(board: Board) -> list[dict]:
-    """(scenario, entry) points in the shape solbench.report.plots.roofline_chart takes: only entries with a
-    score on this board (ranked, or partial), so a wrong or incomparable entry draws nothing."""
+    """(scenario, entry) points in the shape solbench.report.plots.roofline_chart takes: only entries with an
+    own score on this board (ranked, or partial), so a wrong or incomparable entry draws nothing."""
     points = []
     for s in board.standings:
-        if s.score is None or s.wrong:
+        if s.own is None or s.wrong:
             continue
         for x in s.scenarios:
             if x.status == "passed" and x.time_ms and x.flops and x.bytes:
