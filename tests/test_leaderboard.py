@@ -378,7 +378,7 @@ def test_help_and_docstring_examples_parse(capsys):
     assert all(f"    {action} " in out for action in ("add", "show", "export", "remove"))
     parser = cli.build_parser()
     examples = [line.split("#")[0].strip() for line in command.EXAMPLES.splitlines() if line.strip().startswith("solbench ")]
-    assert len(examples) == 6
+    assert len(examples) == 7
     for line in examples:
         args = parser.parse_args(shlex.split(line)[1:])
         assert args.command == "leaderboard" and args.action in ("add", "show", "export", "remove")

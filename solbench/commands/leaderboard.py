@@ -17,6 +17,7 @@ solbench leaderboard add reports/RUN/results.json --name my-kernel --author me
 solbench leaderboard add baselines/h200/hopper.json --impl fa3      # a baseline library as an entry
 solbench leaderboard show --suite hopper --arch h200
 solbench leaderboard show --suite hopper --arch h200 --json
+solbench leaderboard show --recorded --arch h200 --suite hopper --markdown     # the README's table
 solbench leaderboard export --html site/
 solbench leaderboard remove my-kernel
 """
@@ -55,6 +56,8 @@ def add_arguments(parser) -> None:
     show = with_selection(sub.add_parser("show", **action,
                                          help="print the ranking (one board per suite, arch and GPU)"))
     show.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    show.add_argument("--markdown", action="store_true", help="print each board's ranking as a Markdown table "
+                      "(the README's)")
     add_to_parser(show, (WIDE,))
     export = with_selection(sub.add_parser("export", **action, help="write a static, self-contained web page"))
     export.add_argument("--html", type=Path, required=True, metavar="DIR", help="folder for index.html and leaderboard.json")
@@ -87,9 +90,12 @@ def run(args) -> int:
         with Store(db, create=False) as store:
             boards = _boards(store.entries(args.suite, args.arch), args.baselines_dir)
     if args.action == "show":
-        from solbench.leaderboard.text import render
+        from solbench.leaderboard.text import markdown, render
 
-        print(json.dumps([b.to_dict() for b in boards], indent=1) if args.json else render(boards, args.wide))
+        if args.json:
+            print(json.dumps([b.to_dict() for b in boards], indent=1))
+        else:
+            print("\n\n".join(map(markdown, boards)) if args.markdown else render(boards, args.wide))
         return 0
     from solbench.leaderboard.html import write_site
 

@@ -80,6 +80,16 @@ def render_board(b: Board, wide: bool = False) -> str:
     return fit_lines("\n".join(lines), wide=wide)
 
 
+def markdown(b: Board) -> str:
+    """The ranked entries of a board as a Markdown table, its rule line above (the README's table)."""
+    lines = [f"{b.suite} on {b.gpu_model}: {rule_line(b)}.", "",
+             "| rank | entry | common set [95% CI] | coverage-weighted (rank) | own (coverage) | % of SOL |",
+             "| ---: | --- | --- | --- | --- | ---: |"]
+    lines += [f"| {rank_label(s)} | {s.entry.name} | {score_label(s)} | {weighted_label(s)} | {own_label(s)} "
+              f"| {pct(s.sol_pct)} |" for s in b.ranked]
+    return "\n".join(lines)
+
+
 def render(boards: list[Board], wide: bool = False) -> str:
     if not boards:
         return "the leaderboard has no entries (for this selection)"
