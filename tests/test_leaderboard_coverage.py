@@ -26,7 +26,8 @@ def samples(ms: float) -> tuple[float, ...]:
     return tuple(ms * (1 + d) for d in (-0.001, -0.0005, 0.0, 0.0, 0.0005, 0.001))
 
 
-def recorded(seed_ms: list[float], libraries: dict[str, list], run_id: str = "rec", wrong: dict | None = None) -> RunResult:
+def recorded(seed_ms: list[float], libraries: dict[str, list], run_id: str = "rec",
+             wrong: dict | None = None) -> RunResult:
     """A recorded run: the seed as candidate at `seed_ms`, each library at its times (None: declines the
     scenario); `wrong` = {library: scenario index} marks one check failed."""
     outcomes = []

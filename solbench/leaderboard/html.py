@@ -67,7 +67,8 @@ def _ranking_row(b: int, i: int, s: Standing) -> str:
     cells = [cell(rank_label(s), s.rank), name, cell(e.author or "-", cls="l"),
              cell(e.impl, cls="l"), cell(score_label(s), "" if s.score is None else s.score),
              cell(weighted_label(s), s.weighted.score), cell(own_label(s), s.own.score),
-             cell(pct(s.sol_pct), s.sol_pct or ""), cell(pct(s.drift_pct, True), "" if s.drift_pct is None else s.drift_pct),
+             cell(pct(s.sol_pct), s.sol_pct or ""),
+             cell(pct(s.drift_pct, True), "" if s.drift_pct is None else s.drift_pct),
              cell(e.source_sha256[:12] or "-", cls="l"), f'<td class="l wrap">{versions}</td>']
     cls = "entry ranked" + (" tied" if s.tied else "")
     return f'<tr id="row-{b}-{i}" class="{cls}" data-name="{esc(e.name)}">{"".join(cells)}</tr>'

@@ -70,7 +70,7 @@ class Denominator:
     """Median of the chosen implementation's samples in the baseline run."""
     impl: str
     """Which implementation set it: a baseline name, or 'seed' where no baseline passed."""
-    fallback_ms: float | None = None
+    seed_ms: float | None = None
     """The seed's median in the baseline run: what an unsupported scenario counts at where no other library ran it."""
     libraries_ms: dict[str, float] | None = None
     """Median of every baseline library that passed in the baseline run: where the weighted view's fallback
@@ -112,6 +112,7 @@ class ScenarioScore:
     fallback_impl: str = ""
     """Whose time it counts at: the fastest other library that ran it, else 'seed'."""
     fallback_ms: float | None = None
+    """That time (None when the scenario is supported)."""
 
 
 @dataclass(frozen=True)
@@ -312,8 +313,8 @@ def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator
             bool(d and t is None and _declined(seen.status, seen.reason))))
         if d and t:
             own, anchor_ms = observe(o, d.impl), d.time_ms
-            if not own.samples_ms and seed and d.fallback_ms:  # the denominator's library is not in this run
-                own, anchor_ms = observe(o, seed), d.fallback_ms
+            if not own.samples_ms and seed and d.seed_ms:  # the denominator's library is not in this run
+                own, anchor_ms = observe(o, seed), d.seed_ms
             if own.samples_ms:
                 drifts.append(median(own.samples_ms) / anchor_ms)
     wrong = [r for r in rows if Status(r.status).is_failure]
@@ -396,7 +397,7 @@ def _fallback(row: ScenarioScore, entry: Entry, libraries: dict[str, float], d: 
     if others:
         best = min(others, key=others.get)
         return replace(row, fallback_impl=current_name(best), fallback_ms=others[best])
-    return replace(row, fallback_impl="seed", fallback_ms=d.fallback_ms)
+    return replace(row, fallback_impl="seed", fallback_ms=d.seed_ms)
 
 
 def _ranks(standings: list[Standing], view) -> list[tuple[Standing, tuple[int, bool]]]:
