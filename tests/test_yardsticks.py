@@ -96,3 +96,15 @@ def test_a_run_without_libraries_has_no_headline():
     jsonschema.Draft202012Validator(schemas.load("summary")).validate(doc)
     assert doc["headline"] == {"upstream": None, "fastest": None, "text": None}
     assert [(r["upstream"], r["fastest"]) for r in doc["per_scenario"]] == [(None, None)] * len(IDS)
+
+
+def test_check_gates_the_geomean_vs_upstream_and_fastest():
+    from solbench.report.check import Criteria, evaluate
+
+    result = four_scenarios()
+    up = evaluate(result, None, Criteria(min_geomean=1.4, comparator="upstream")).clause("min_geomean")
+    assert up.passed is True and up.numbers["scenarios"] == 3 and "vs upstream over 3 scenarios" in up.summary
+    fast = evaluate(result, None, Criteria(min_geomean=1.8, comparator="fastest")).clause("min_geomean")
+    assert fast.passed is False and fast.numbers["geomean"] == pytest.approx(8.1 ** 0.25, rel=0.02)
+    none = evaluate(run(result.outcomes, arch="rtx3080"), None, Criteria(min_geomean=1.0, comparator="upstream"))
+    assert none.clause("min_geomean").passed is None and none.exit_code == 2
