@@ -106,7 +106,7 @@ def headlines(result: RunResult) -> list[Headline]:
 
 
 def headline_line(hs: list[Headline]) -> str:
-    """The paper's sentence: '1.160x [95% CI ...] vs FA3 (vllm-fa3) over 28 of 182 scenarios; 1.100x ... vs fastest
+    """The paper's sentence: '1.16x [95% CI ...] vs FA3 (vllm-fa3) over 28 of 182 scenarios; 1.1x ... vs fastest
     available over ...'; a recorded run's 'fa3' is named as the adapter it is today (fa3-fwd)."""
     from solbench.baselines import current_name
 
@@ -115,7 +115,7 @@ def headline_line(hs: list[Headline]) -> str:
     parts = []
     for h in hs:
         s, who = h.score, h.label + (f" ({current_name(h.comparator)})" if h.comparator else "")
-        value = f"{s.geomean:.3f}x [95% CI {s.lo:.3f}-{s.hi:.3f}]" if s.scenarios else "no scenario timed"
+        value = f"{s.geomean:.4g}x [95% CI {s.lo:.4g}-{s.hi:.4g}]" if s.scenarios else "no scenario timed"
         parts.append(f"{value} vs {who} over {s.scenarios} of {h.scenarios_total} scenarios")
     return "headline: " + "; ".join(parts)
 
