@@ -81,7 +81,7 @@ def test_report_of_the_hopper_run_counts_declines_instead_of_listing_them(capsys
     header = out.splitlines()[0].split()
     # the recorded run's fa3 (fa3-fwd) is Hopper's upstream library; the fastest library is named per scenario
     assert header[:4] == ["scenario", "status", "time_us", "x_FA3"] and "fastest" in header
-    assert "vs FA3 (fa3-fwd) over 28 of 182 scenarios" in " ".join(out.split())
+    assert "vs FA3 (fa3-fwd) on 28 of 182" in " ".join(out.split())
     wide = printed(capsys, "report", str(HOPPER_RUN), "--wide")
     assert "x_sdpa-efficient" in wide and widest(wide) > WIDTH
 

@@ -63,8 +63,8 @@ def test_headline_geomeans_count_the_scenarios_each_yardstick_ran():
     assert (fast.label, fast.comparator, fast.score.scenarios) == ("fastest available", None, 4)
     assert fast.score.geomean == pytest.approx((1.5 * 1.2 * 1.5 * 3.0) ** 0.25, rel=0.02)
     line = headline_line([up, fast])
-    assert line.startswith("headline: 1.5") and "vs FA3 (vllm-fa3) over 3 of 4 scenarios" in line
-    assert "vs fastest available over 4 of 4 scenarios" in line
+    assert line.startswith("headline: 1.5") and "vs FA3 (vllm-fa3) on 3 of 4;" in line
+    assert "vs fastest available on 4 of 4" in line
 
 
 def test_a_failed_scenario_zeroes_the_headline_and_says_why():
@@ -83,7 +83,7 @@ def test_summary_carries_the_headline_and_both_yardsticks_per_row():
     assert head["upstream"]["library"] == "FA3" and head["upstream"]["comparator"] == "fa3"
     assert (head["upstream"]["scenarios"], head["upstream"]["scenarios_total"]) == (3, 4)
     assert head["fastest"]["comparator"] is None and len(head["fastest"]["ci95"]) == 2
-    assert "vs FA3 (fa3-fwd) over 3 of 4" in head["text"]
+    assert "vs FA3 (fa3-fwd) on 3 of 4" in head["text"]
     rows = doc["per_scenario"]
     assert rows[3]["upstream"] == {"library": "FA3", "comparator": "fa3", "time_us": None, "speedup": None}
     assert rows[1]["fastest"]["comparator"] == "flashinfer-fa2"

@@ -106,8 +106,8 @@ def headlines(result: RunResult) -> list[Headline]:
 
 
 def headline_line(hs: list[Headline]) -> str:
-    """The paper's sentence: '1.16x [95% CI ...] vs FA3 (vllm-fa3) over 28 of 182 scenarios; 1.1x ... vs fastest
-    available over ...'; a recorded run's 'fa3' is named as the adapter it is today (fa3-fwd)."""
+    """The paper's sentence: '1.16x [95% CI ...] vs FA3 (vllm-fa3) on 28 of 182; 1.1x ... vs fastest
+    available on ...'; a recorded run's 'fa3' is named as the adapter it is today (fa3-fwd)."""
     from solbench.baselines import current_name
 
     if hs and hs[0].score.failed:
@@ -116,7 +116,7 @@ def headline_line(hs: list[Headline]) -> str:
     for h in hs:
         s, who = h.score, h.label + (f" ({current_name(h.comparator)})" if h.comparator else "")
         value = f"{s.geomean:.4g}x [95% CI {s.lo:.4g}-{s.hi:.4g}]" if s.scenarios else "no scenario timed"
-        parts.append(f"{value} vs {who} over {s.scenarios} of {h.scenarios_total} scenarios")
+        parts.append(f"{value} vs {who} on {s.scenarios} of {h.scenarios_total}")
     return "headline: " + "; ".join(parts)
 
 
