@@ -108,3 +108,13 @@ def test_check_gates_the_geomean_vs_upstream_and_fastest():
     assert fast.passed is False and fast.numbers["geomean"] == pytest.approx(8.1 ** 0.25, rel=0.02)
     none = evaluate(run(result.outcomes, arch="rtx3080"), None, Criteria(min_geomean=1.0, comparator="upstream"))
     assert none.clause("min_geomean").passed is None and none.exit_code == 2
+
+
+def test_the_pytest_plugin_prints_the_headline():
+    from types import SimpleNamespace
+
+    from solbench.front.pytest_summary import summary_lines
+
+    session = SimpleNamespace(error=None, result=four_scenarios(), kernel="k.cu", base=None, run_id="r",
+                              folder="out", benchmark_files=None)
+    assert any(line.startswith("headline: ") and "vs FA3 (vllm-fa3) on 3 of 4" in line for line in summary_lines(session))
