@@ -348,7 +348,7 @@ def test_recorded_entries_take_each_library_once_from_the_run_timing_most():
 
 def without_dates(boards: list[dict]) -> list[dict]:
     for board in boards:
-        for standing in board["ranked"] + board["apart"]:
+        for standing in board["ranked"] + board["narrow"] + board["apart"]:
             standing["entry"].pop("added_utc")
     return boards
 

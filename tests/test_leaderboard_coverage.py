@@ -1,6 +1,7 @@
-"""Leaderboard coverage rules (solbench/leaderboard/rank.py): a library is ranked on what it claims; the
-headline is over the scenarios every ranked entry supports; the coverage-weighted view counts a scenario an
-entry does not support at the fastest *other* library's time, the seed's only where none ran it. Synthetic
+"""Leaderboard coverage rules (solbench/leaderboard/rank.py): a library is ranked on what it claims, and only
+when it supports at least half of the board's scored scenarios (narrower ones are listed apart as too narrow
+to rank); the headline is over the scenarios every ranked entry supports; the coverage-weighted view counts a
+scenario an entry does not support at the fastest *other* library's time, the seed's only where none ran it. Synthetic
 recorded runs (the seed as candidate, libraries as comparators) with chosen times; no GPU needed.
 """
 
@@ -13,6 +14,7 @@ import pytest
 from solbench import __version__
 from solbench.core.model import Measurement, Outcome, RunResult, Status
 from solbench.core.stats import geomean
+from solbench.leaderboard import rank
 from solbench.leaderboard.entry import Entry
 from solbench.leaderboard.rank import build_boards
 from synthetic_runs import ERROR, run, scenario_ids
@@ -94,7 +96,7 @@ def test_no_common_scenario_leaves_the_headline_empty_and_the_weighted_view_rank
 
 def test_the_fallback_is_the_fastest_other_library_then_the_seed():
     # scenario 0: x declines in its own run, though the recorded run timed x there: x never falls back on itself
-    main = recorded([100.0] * 3, {"x": [1.0, 1.0, 1.0], "y": [4.0, 2.0, None], "z": [8.0, None, None]})
+    main = recorded([100.0] * 3, {"x": [1.0, 1.0, 1.0], "y": [4.0, 2.0, None], "z": [8.0, 8.0, None]})
     own_x = recorded([100.0] * 3, {"x": [None, 1.0, 1.0]}, run_id="rec+x")
     brd, st = board(main, own_x, entries=[(main, "candidate"), (own_x, "x"), (main, "y"), (main, "z")])
     x = {r.scenario_id: r for r in st["x"].scenarios}
@@ -102,8 +104,8 @@ def test_the_fallback_is_the_fastest_other_library_then_the_seed():
     z = {r.scenario_id: r for r in st["z"].scenarios}
     ids = scenario_ids(3)
     assert (x[ids[0]].fallback_impl, x[ids[0]].fallback_ms) == ("y", pytest.approx(4.0, rel=1e-3))
-    assert (y[ids[2]].fallback_impl, z[ids[1]].fallback_impl, z[ids[2]].fallback_impl) == ("x", "x", "x")
-    assert st["z"].fallback == tuple(ids[1:])
+    assert (y[ids[2]].fallback_impl, z[ids[2]].fallback_impl) == ("x", "x")
+    assert st["z"].fallback == (ids[2],)
     # where no other library ran a scenario, the seed's time stands in
     alone = recorded([100.0] * 2, {"only": [1.0, None]})
     _, st = board(alone)
@@ -124,5 +126,54 @@ def test_wrong_entries_stay_unranked_and_do_not_shrink_the_common_set():
                              wrong={"cheat": 3}))
     assert st["cheat"].rank is None and st["cheat"].weighted is None and st["cheat"].score is None
     assert "wrong on 1 scenario(s)" in st["cheat"].reason and st["cheat"] in brd.apart
-    assert "supports none of the 4 scored scenarios" in st["idle"].reason
+    assert st["idle"].reason == "covers 0 of 4 scored scenarios; ranking needs at least half" and st["idle"].narrow
     assert brd.common == tuple(scenario_ids(4)) and [s.entry.name for s in brd.ranked] == ["fair", "seed"]
+
+
+NARROW_BOARD = {"broad": [1.0] * 7 + [8.0, None, None], "narrow": [None] * 7 + [5.0, None, None],
+                "helper": [None] * 7 + [1.0] * 3}
+"""broad runs 8 of 10 scenarios, fast on 7 (the denominator there) and slow on 7; narrow runs 7 alone, five
+times slower than helper (the denominator there and on 8, 9, which only helper runs)."""
+
+
+def test_an_entry_supporting_less_than_half_is_listed_apart_not_ranked_above_a_broad_fast_one(monkeypatch):
+    runs = recorded([100.0] * 10, NARROW_BOARD)
+    monkeypatch.setattr(rank, "MIN_RANKED_COVERAGE", 0.0)  # every entry ranked: the rule this replaces
+    before, old = board(runs)
+    assert before.common == (scenario_ids(10)[7],)  # the one scenario narrow runs
+    assert old["narrow"].rank < old["broad"].rank  # 0.2x vs broad's 0.125x there
+    assert old["narrow"].weighted_rank < old["broad"].weighted_rank  # its nine gaps at the best library's time
+    monkeypatch.undo()
+    b, st = board(runs)
+    narrow, broad = st["narrow"], st["broad"]
+    assert [s.entry.name for s in b.ranked] == ["broad", "seed"] and (broad.rank, broad.weighted_rank) == (1, 1)
+    assert [s.entry.name for s in b.narrow] == ["helper", "narrow"] and not b.apart
+    assert narrow.reason == "covers 1 of 10 scored scenarios; ranking needs at least half"
+    assert (narrow.rank, narrow.score, narrow.weighted, narrow.weighted_rank) == (None, None, None, None)
+    assert narrow.own.score == pytest.approx(0.2, rel=1e-3) and (narrow.claims, narrow.scored) == (1, 10)
+    assert b.common == tuple(scenario_ids(10)[:8])
+    # a library too narrow to rank still stands in for the gaps of the ranked ones
+    assert {r.fallback_impl for r in broad.scenarios if r.fallback} == {"helper"}
+    assert broad.weighted.score == pytest.approx(0.125 ** 0.1, rel=1e-3)
+    d = b.to_dict()
+    assert [s["entry"]["name"] for s in d["narrow"]] == ["helper", "narrow"] and d["min_ranked_coverage"] == 0.5
+    assert [s["entry"]["name"] for s in d["ranked"]] == ["broad", "seed"] and d["apart"] == []
+
+
+@pytest.mark.parametrize("count, needed", [(4, 2), (5, 3)])
+def test_exactly_half_ranks_one_fewer_is_too_narrow(count, needed):
+    half = [1.0] * needed + [None] * (count - needed)
+    fewer = [None] * (count - needed + 1) + [1.0] * (needed - 1)
+    b, st = board(recorded([50.0] * count, {"half": half, "fewer": fewer}))
+    assert st["half"].rank == 1 and not st["half"].reason and (st["half"].claims, st["half"].scored) == (needed, count)
+    assert st["fewer"].narrow and st["fewer"].rank is None and b.narrow == [st["fewer"]]
+    assert st["fewer"].reason == f"covers {needed - 1} of {count} scored scenarios; ranking needs at least half"
+
+
+def test_the_common_set_is_over_the_ranked_entries_only():
+    # a runs 0-3, b 2-5: the common set is 2-3; tiny runs 0 alone and would empty it
+    ids = scenario_ids(6)
+    brd, st = board(recorded([50.0] * 6, {"a": [1.0] * 4 + [None] * 2, "b": [None] * 2 + [1.0] * 4,
+                                          "tiny": [2.0] + [None] * 5}))
+    assert brd.common == tuple(ids[2:4]) and [s.entry.name for s in brd.narrow] == ["tiny"]
+    assert [s.entry.name for s in brd.ranked] == ["a", "b", "seed"] and st["a"].score == pytest.approx(1.0, rel=1e-3)

@@ -1,9 +1,9 @@
 """The leaderboard as one static, self-contained web page: no server, no CDN, nothing fetched.
 
-Per board: a sortable ranking table, the entries listed apart with why, the roofline chart (a PNG
-from solbench.report.plots embedded as base64), and a drill-down per entry by scenario (<details>). An
-entry has its implementation's colour (solbench.report.plots.impl_style) in the table and on the chart
-of every board, whatever its rank.
+Per board: a sortable ranking table, the entries too narrow to rank and those listed apart for another
+reason, each with why, the roofline chart (a PNG from solbench.report.plots embedded as base64), and a
+drill-down per entry by scenario (<details>). An entry has its implementation's colour
+(solbench.report.plots.impl_style) in the tables and on the chart of every board, whatever its rank.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ RANK_COLUMNS = (("rank", "rank", "num"), ("name", "entry", "str"), ("author", "a
                 ("weighted", "coverage-weighted (rank)", "num"), ("own", "own scenarios (coverage)", "num"),
                 ("sol", "% of SOL (datasheet)", "num"), ("drift", "baseline drift", "num"),
                 ("source", "source sha256", "str"), ("versions", "solbench / libraries", "str"))
+NARROW_COLUMNS = (("name", "entry", "str"), ("impl", "impl", "str"), ("own", "own scenarios (coverage)", "num"),
+                  ("sol", "% of SOL (datasheet)", "num"), ("reason", "why not ranked", "str"))
 APART_COLUMNS = (("name", "entry", "str"), ("impl", "impl", "str"), ("score", "partial score (coverage)", "num"),
                  ("reason", "why not ranked", "str"))
 SCENARIO_COLUMNS = (("scenario", "scenario", "str"), ("status", "status", "str"), ("time", "time µs", "num"),
@@ -58,13 +60,17 @@ def _num(value, fmt: str = "{:.4g}") -> tuple[str, str]:
     return ("-", "") if value is None else (fmt.format(value), repr(float(value)))
 
 
+def _name_cell(e) -> str:
+    """The entry's name after its colour's swatch (the roofline chart's)."""
+    return f'<td class="l wrap">{swatch(impl_style(style_key(e)).color, style_key(e))}{esc(e.name)}</td>'
+
+
 def _ranking_row(b: int, i: int, s: Standing) -> str:
     e = s.entry
     libraries = ", ".join(f"{k} {v}" for k, v in sorted(e.library_versions.items()))
     versions = (f"<details><summary>solbench {esc(e.solbench_version)} + {len(e.library_versions)} packages</summary>"
                 f"{esc(libraries)}</details>" if libraries else f"solbench {esc(e.solbench_version)}")
-    name = f'<td class="l wrap">{swatch(impl_style(style_key(e)).color, style_key(e))}{esc(e.name)}</td>'
-    cells = [cell(rank_label(s), s.rank), name, cell(e.author or "-", cls="l"),
+    cells = [cell(rank_label(s), s.rank), _name_cell(e), cell(e.author or "-", cls="l"),
              cell(e.impl, cls="l"), cell(score_label(s), "" if s.score is None else s.score),
              cell(weighted_label(s), s.weighted.score), cell(own_label(s), s.own.score),
              cell(pct(s.sol_pct), s.sol_pct or ""),
@@ -72,6 +78,12 @@ def _ranking_row(b: int, i: int, s: Standing) -> str:
              cell(e.source_sha256[:12] or "-", cls="l"), f'<td class="l wrap">{versions}</td>']
     cls = "entry ranked" + (" tied" if s.tied else "")
     return f'<tr id="row-{b}-{i}" class="{cls}" data-name="{esc(e.name)}">{"".join(cells)}</tr>'
+
+
+def _narrow_row(b: int, i: int, s: Standing) -> str:
+    cells = [_name_cell(s.entry), cell(s.entry.impl, cls="l"), cell(own_label(s), "" if s.own is None else s.own.score),
+             cell(pct(s.sol_pct), s.sol_pct or ""), cell(s.reason, cls="reason")]
+    return f'<tr id="narrow-{b}-{i}" class="entry narrow" data-name="{esc(s.entry.name)}">{"".join(cells)}</tr>'
 
 
 def _apart_row(b: int, i: int, s: Standing) -> str:
@@ -97,7 +109,8 @@ def _drilldown(b: int, i: int, s: Standing) -> str:
         rows.append("<tr>" + cell(x.scenario_id, cls="l id", breakable=True) + cell(status, cls="l wrong" if wrong else "l")
                     + cell(t, tv) + cell(f"{d} ({x.denominator_impl})" if x.denominator_impl else d, dv)
                     + cell(sp, spv) + cell(sol, solv) + cell(x.reason, cls="reason") + "</tr>")
-    place = f"rank {rank_label(s)}" if s.rank else ("not ranked" if s.reason else "no common-set rank")
+    place = (f"rank {rank_label(s)}" if s.rank else "too narrow to rank" if s.narrow else "not ranked" if s.reason
+             else "no common-set rank")
     summary = (f"{s.entry.name} [{s.entry.impl}]: {place}, {score_label(s)} on the common set, weighted "
                f"{weighted_label(s)}, own {own_label(s)}")
     return (f'<details id="detail-{b}-{i}" class="drill"><summary>{esc(summary)}</summary>'
@@ -155,6 +168,9 @@ def render_board(b: int, board: Board) -> str:
                  "the intervals overlap. Click a header to sort.</p>")
     parts.append(table(f"ranking-{b}", "ranking", RANK_COLUMNS,
                         [_ranking_row(b, i, s) for i, s in enumerate(board.ranked)]))
+    if board.narrow:
+        rows = [_narrow_row(b, i, s) for i, s in enumerate(board.narrow)]
+        parts.append("<h3>Too narrow to rank</h3>" + table(f"narrow-{b}", "narrow", NARROW_COLUMNS, rows))
     if board.apart:
         parts.append("<h3>Not ranked</h3>" + table(f"apart-{b}", "apart", APART_COLUMNS,
                                                      [_apart_row(b, i, s) for i, s in enumerate(board.apart)]))

@@ -20,23 +20,30 @@ Rules (each board is one suite on one arch and GPU model):
   entries together and is left out; the interval is the entry's measurement noise.
 - A library is scored on what it claims. A scenario the entry declares unsupported (a library's claim,
   a kernel's SOLBENCH_ERR_UNSUPPORTED) is no failure; its **coverage** is the scored scenarios it
-  claims, shown beside its **own score**, the geomean over those. Three numbers per entry:
+  claims, shown beside its **own score**, the geomean over those.
+- Ranked only with enough coverage: an entry ranks when it supports at least MIN_RANKED_COVERAGE (half)
+  of the board's scored scenarios. A narrower one is listed apart as "too narrow to rank", with its own
+  score, its coverage and the reason ("covers 21 of 182 scored scenarios; ranking needs at least half").
+  Ranked with the others, a narrow entry would shrink the common set to the few scenarios everyone runs
+  (on the H200 `hopper` board sdpa-efficient's 21 and fa3-fwd's 28 of 182 left one), and in the weighted
+  view it would be scored mostly on other libraries' times (sdpa-efficient, 0.128x where it runs, ranked
+  3rd there, ahead of fa4 at 0.861x over 147).
+- Three numbers per ranked entry:
   - headline (`score`, `rank`): the geomean over the board's **common set**, the scored scenarios that
-    every entry in the ranking supports (the board says how many). Everyone is measured on the same
-    scenarios, so no entry gains or loses by what it leaves out.
+    every ranked entry supports (the board says how many). Everyone is measured on the same scenarios,
+    so no entry gains or loses by what it leaves out.
   - `own`: over every scored scenario it claims, with the coverage "claims/scored" beside it.
   - `weighted` (`weighted_rank`): over every scored scenario; one the entry does not support counts
     at the time of the fastest **other** library that ran it (the recorded baseline run's libraries and
-    the library entries of the board; a library never falls back on itself), as a user of that
-    entry would route that scenario to the best library there; the seed's recorded time only where no
-    other library ran it. `Standing.fallback` lists those scenarios.
+    the library entries of the board, ranked or too narrow; a library never falls back on itself), as a
+    user of that entry would route that scenario to the best library there; the seed's recorded time
+    only where no other library ran it. `Standing.fallback` lists those scenarios.
   A library covering nearly everything thus never ranks behind one ten times slower: on the common set
-  it is compared scenario for scenario, and in the weighted view its gaps cost what the best
-  alternative costs, not what the general, slow seed costs.
+  it is compared scenario for scenario with entries that cover at least half of the board too, and in
+  the weighted view at most half of anyone's scenarios count at another library's time.
 - Any wrong scenario (any failure status, faster_than_light included) leaves the entry unranked with
   the scenarios and why. So does an entry missing scored scenarios for any reason but a declared
-  "not supported" (not run: a filtered or unfinished run; its own score is shown for information), and
-  one that supports none of the board's scenarios.
+  "not supported" (not run: a filtered or unfinished run; its own score is shown for information).
 - Ties: in each ranking, entries are sorted by score; one whose interval overlaps the previous entry's
   shares its rank (competition ranking: 1, =1, 3). Drift: `drift_pct` reports how far the entry's run
   measured the denominator's own library from the recorded baseline, or the seed from the seed's
@@ -58,6 +65,8 @@ from solbench.supervisor.runner import DEFAULT_SEED
 NOT_BASELINES = (CANDIDATE, "seed")
 SEED_NAMES = tuple(DEFAULT_SEED.values())
 """File names of the shipped seeds: a run whose candidate is one of them is the seed's own."""
+MIN_RANKED_COVERAGE = 0.5
+"""The share of a board's scored scenarios an entry must support to be ranked (exactly half ranks)."""
 REASON_SCENARIOS_SHOWN = 5
 """Scenarios named in a one-line reason; the full list is in Standing.wrong and the drill-down."""
 
@@ -150,6 +159,9 @@ class Standing:
     """Over every scored scenario, the unsupported ones at the fastest other library's time."""
     weighted_rank: int | None = None
     weighted_tied: bool = False
+    narrow: bool = False
+    """Too narrow to rank: it supports fewer than MIN_RANKED_COVERAGE of the scored scenarios (`reason` says
+    how many)."""
 
     def to_dict(self) -> dict:
         """Plain JSON-able data: the entry's provenance without its run, and every scenario."""
@@ -178,7 +190,7 @@ class Board:
     """Run the denominators come from ('' when none was recorded)."""
     denominators: dict[str, Denominator]
     standings: tuple[Standing, ...]
-    """Ranked entries in headline order, then the others."""
+    """Ranked entries in headline order, then those too narrow to rank, then the others."""
     note: str = ""
     common: tuple[str, ...] = ()
     """The common set: scored scenarios every ranked entry supports, which the headline is over."""
@@ -188,8 +200,14 @@ class Board:
         return [s for s in self.standings if not s.reason]
 
     @property
+    def narrow(self) -> list[Standing]:
+        """Correct, comparable entries supporting too few scored scenarios to rank, by own score."""
+        return [s for s in self.standings if s.narrow]
+
+    @property
     def apart(self) -> list[Standing]:
-        return [s for s in self.standings if s.reason]
+        """Entries not ranked for any other reason (wrong, incomparable, not run on every scenario)."""
+        return [s for s in self.standings if s.reason and not s.narrow]
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("suite", "arch", "gpu_model", "suite_hash", "solbench_major",
@@ -197,7 +215,9 @@ class Board:
         d["common_scenarios"] = len(self.common)
         d["common"] = list(self.common)
         d["denominators"] = {k: asdict(v) for k, v in self.denominators.items()}
+        d["min_ranked_coverage"] = MIN_RANKED_COVERAGE
         d["ranked"] = [s.to_dict() for s in self.ranked]
+        d["narrow"] = [s.to_dict() for s in self.narrow]
         d["apart"] = [s.to_dict() for s in self.apart]
         return d
 
@@ -319,6 +339,7 @@ def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator
                 drifts.append(median(own.samples_ms) / anchor_ms)
     wrong = [r for r in rows if Status(r.status).is_failure]
     timed = [r for r in rows if r.speedup is not None]
+    narrow = False
     if wrong:
         named = "; ".join(f"{r.scenario_id} ({r.status}: {r.reason})" for r in wrong[:REASON_SCENARIOS_SHOWN])
         more = f"; and {len(wrong) - REASON_SCENARIOS_SHOWN} more" if len(wrong) > REASON_SCENARIOS_SHOWN else ""
@@ -331,13 +352,15 @@ def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator
         if missing:
             reasons.append(f"covers {len(accounted)} of {len(denoms)} scored scenarios; not timed: "
                            + ", ".join(missing[:REASON_SCENARIOS_SHOWN]) + (" ..." if len(missing) > REASON_SCENARIOS_SHOWN else ""))
-        elif not timed:
-            reasons.append(f"supports none of the {len(denoms)} scored scenarios")
+        elif len(timed) < MIN_RANKED_COVERAGE * len(denoms):
+            narrow = True
+            reasons.append(f"covers {len(timed)} of {len(denoms)} scored scenarios; ranking needs at least half")
     own = _view([_samples(e, r) for r in timed], confidence) if timed and not wrong else None
     sols = [r.sol_pct for r in rows if r.sol_pct]
     return Standing(e, None, False, None, None, None, geomean(sols) if sols and not wrong else None,
                     100.0 * (geomean(drifts) - 1.0) if drifts else None, "; ".join(reasons),
-                    tuple(r.scenario_id for r in wrong), tuple(rows), own=own, claims=len(timed), scored=len(denoms))
+                    tuple(r.scenario_id for r in wrong), tuple(rows), own=own, claims=len(timed), scored=len(denoms),
+                    narrow=narrow)
 
 
 def _samples(e: Entry, row: ScenarioScore) -> list[float]:
@@ -352,12 +375,13 @@ def _view(samples: list[list[float]], confidence: float) -> View:
 
 def _rank_views(standings: list[Standing], denoms: dict[str, Denominator],
                 confidence: float) -> tuple[list[Standing], tuple[str, ...]]:
-    """The headline on the common set and the coverage-weighted view, each ranked; ranked entries in
-    headline order (weighted order when no scenario is common), then the others; and the common set."""
+    """The headline on the common set of the ranked entries and the coverage-weighted view, each ranked;
+    ranked entries in headline order (weighted order when no scenario is common), then those too narrow to
+    rank, then the others; and the common set."""
     ok = [s for s in standings if not s.reason]
     claimed = [{r.scenario_id for r in s.scenarios if r.speedup is not None} for s in ok]
     common = tuple(sid for sid in denoms if all(sid in c for c in claimed)) if ok else ()
-    others = _library_times(ok, denoms)
+    others = _library_times([s for s in standings if not s.reason or s.narrow], denoms)
     scored = []
     for s in ok:
         rows = {r.scenario_id: _fallback(r, s.entry, others.get(r.scenario_id, {}), denoms[r.scenario_id])
@@ -372,13 +396,13 @@ def _rank_views(standings: list[Standing], denoms: dict[str, Denominator],
     if common:
         scored = [replace(s, rank=r, tied=t) for s, (r, t) in _ranks(scored, lambda s: s)]
     rest = sorted((s for s in standings if s.reason),
-                  key=lambda s: (s.own is None, -(s.own.score if s.own else 0), s.entry.name))
+                  key=lambda s: (not s.narrow, s.own is None, -(s.own.score if s.own else 0), s.entry.name))
     return scored + rest, common
 
 
 def _library_times(standings: list[Standing], denoms: dict[str, Denominator]) -> dict[str, dict[str, float]]:
-    """Per scenario, {library: median ms}: the baseline run's passing libraries, then the board's library
-    entries for libraries that run does not have."""
+    """Per scenario, {library: median ms}: the baseline run's passing libraries, then the library entries of
+    `standings` (the board's ranked and too narrow ones) for libraries that run does not have."""
     out = {sid: dict(d.libraries_ms or {}) for sid, d in denoms.items()}
     for s in standings:
         if is_library(s.entry):

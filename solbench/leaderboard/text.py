@@ -1,5 +1,5 @@
-"""The leaderboard in a terminal: one table per board, then the entries listed apart with why; fitted to
-solbench.report.terminal.WIDTH columns unless `wide`."""
+"""The leaderboard in a terminal: one table per board, then the entries too narrow to rank and those listed
+apart for another reason, each with why; fitted to solbench.report.terminal.WIDTH columns unless `wide`."""
 
 from __future__ import annotations
 
@@ -49,12 +49,13 @@ def board_title(b: Board) -> str:
 
 
 def rule_line(b: Board) -> str:
-    """What each score is over, with the size of the common set."""
+    """Who ranks and what each score is over, with the size of the common set."""
     scored = len(b.denominators)
-    common = (f"ranked on the {len(b.common)} of {scored} scored scenarios every ranked entry supports" if b.common
-              else "no scored scenario is supported by every ranked entry: ranked by the coverage-weighted view")
-    return (f"{common}; coverage-weighted: all {scored}, one an entry does not support at the fastest other "
-            "library's time (the seed's where none ran it); own: the scenarios it supports (coverage)")
+    common = (f"on the {len(b.common)} of them every ranked entry supports" if b.common
+              else "by the coverage-weighted view (no scored scenario is supported by every ranked entry)")
+    return (f"ranks entries supporting at least half of the {scored} scored scenarios, {common}; coverage-weighted: "
+            f"all {scored}, one an entry does not support at the fastest other library's time (the seed's where "
+            "none ran it); own: the scenarios it supports (coverage)")
 
 
 HEADERS = ("rank", "entry", "author", "impl", "common set [95% CI]", "weighted (rank)", "own (coverage)",
@@ -72,6 +73,9 @@ def render_board(b: Board, wide: bool = False) -> str:
         lines.append(b.note)
     table = fit_table(rows, wrap={"entry": 16, "author": 10}, optional=("source", "author", "drift", "impl"), wide=wide)
     lines.append(table or "(no entry ranks on this board)")
+    if b.narrow:
+        lines.append("too narrow to rank:")
+        lines += [f"  {s.entry.name} [{s.entry.impl}]: own {own_label(s)}; {s.reason}" for s in b.narrow]
     if b.apart:
         lines.append("not ranked:")
         for s in b.apart:
@@ -81,12 +85,17 @@ def render_board(b: Board, wide: bool = False) -> str:
 
 
 def markdown(b: Board) -> str:
-    """The ranked entries of a board as a Markdown table, its rule line above (the README's table)."""
+    """The ranked entries of a board as a Markdown table, its rule line above, then those too narrow to rank
+    in a table of their own (the README's tables)."""
     lines = [f"{b.suite} on {b.gpu_model}: {rule_line(b)}.", "",
              "| rank | entry | common set [95% CI] | coverage-weighted (rank) | own (coverage) | % of SOL |",
              "| ---: | --- | --- | --- | --- | ---: |"]
     lines += [f"| {rank_label(s)} | {s.entry.name} | {score_label(s)} | {weighted_label(s)} | {own_label(s)} "
               f"| {pct(s.sol_pct)} |" for s in b.ranked]
+    if b.narrow:
+        lines += ["", "Too narrow to rank:", "", "| entry | own (coverage) | % of SOL | why |",
+                  "| --- | --- | ---: | --- |"]
+        lines += [f"| {s.entry.name} | {own_label(s)} | {pct(s.sol_pct)} | {s.reason} |" for s in b.narrow]
     return "\n".join(lines)
 
 
