@@ -173,23 +173,24 @@ def test_different_gpu_is_its_own_board():
     assert "no recorded baseline run under baselines/h100/" in out[0].standings[0].reason
 
 
-def test_baselines_and_seed_are_entries_and_unsupported_scenarios_fall_back_to_the_seed():
+def test_baselines_and_seed_are_entries_ranked_on_what_they_claim():
     run = baseline_run()
     es = [Entry.from_result(run, impl) for impl in ("fa3", "fa4", "sdpa", "seed")]
     [b] = boards(es)
     st = by_name(b)
-    assert st["seed"].rank is not None and st["seed"].score < 0.5
-    # fa3 does not support scenarios 2 and 3: there it is scored at the seed's recorded time (fa4's
-    # 1.1 / the seed's 10 on 2; the seed is the denominator of 3), and it still ranks, behind fa4.
+    # fa3 does not support scenarios 2 and 3, fa4 and sdpa not 3: the headline is over the other eight
+    assert b.common == (*IDS[:2], *IDS[4:]) and b.to_dict()["common_scenarios"] == 8
+    assert [s.entry.name for s in b.ranked] == ["fa3", "fa4", "sdpa", "seed"] and not st["fa3"].reason
     fa3 = st["fa3"]
-    assert fa3.rank is not None and fa3.fallback == (IDS[2], IDS[3]) and not fa3.reason
+    assert fa3.score == pytest.approx(1.0, rel=0.02) and st["seed"].score == pytest.approx(0.1, rel=0.02)
+    assert (fa3.claims, fa3.scored, fa3.own.scenarios) == (8, 10, 8) and fa3.fallback == (IDS[2], IDS[3])
+    # weighted: fa3's scenario 2 at fa4's time (the fastest other library), 3 at the seed's (no library ran it)
     rows = {r.scenario_id: r for r in fa3.scenarios}
-    d = denominators(run)
-    assert rows[IDS[2]].fallback and rows[IDS[2]].speedup == pytest.approx(d[IDS[2]].time_ms / d[IDS[2]].fallback_ms)
-    assert rows[IDS[2]].speedup == pytest.approx(0.11, rel=0.05) and rows[IDS[3]].speedup == pytest.approx(1.0)
-    assert rows[IDS[2]].time_ms is None and rows[IDS[0]].fallback is False
-    assert st["fa4"].rank < fa3.rank and st["fa4"].fallback == (IDS[3],)
-    assert fa3.to_dict()["fallback"] == [IDS[2], IDS[3]]
+    assert (rows[IDS[2]].fallback_impl, rows[IDS[3]].fallback_impl) == ("fa4", "seed")
+    assert rows[IDS[2]].speedup is None and rows[IDS[2]].time_ms is None and not rows[IDS[0]].fallback
+    assert fa3.weighted.score == pytest.approx(1.0, rel=0.02) and fa3.weighted.scenarios == 10
+    assert (fa3.weighted_rank, st["fa4"].weighted_rank) == (1, 2) and st["fa4"].fallback == (IDS[3],)
+    assert fa3.to_dict()["fallback"] == [IDS[2], IDS[3]] and fa3.to_dict()["weighted"]["scenarios"] == 10
     assert st["fa3"].entry.library_versions["fa3-fwd"] == "0.0.3" and st["fa3"].entry.source_sha256 == ""
     with pytest.raises(ConfigError, match="never measured"):
         Entry.from_result(run, "flashinfer")
@@ -198,7 +199,7 @@ def test_baselines_and_seed_are_entries_and_unsupported_scenarios_fall_back_to_t
 def test_scenarios_not_run_leave_the_entry_unranked_with_its_partial_score():
     [b] = boards([entry("filtered", 1.0, 6, ids=IDS[:8])])
     s = b.standings[0]
-    assert s.rank is None and "covers 8 of 10" in s.reason and s.score is not None and s.fallback == ()
+    assert s.rank is None and "covers 8 of 10" in s.reason and s.own.scenarios == 8 and s.fallback == ()
 
 
 def test_a_recorded_run_with_the_seed_as_candidate_gives_the_seed_denominator_and_fallback():
@@ -206,7 +207,7 @@ def test_a_recorded_run_with_the_seed_as_candidate_gives_the_seed_denominator_an
     run = type(run)(**{**run.__dict__, "candidate": {**run.candidate, "name": "seed_attention.cu"}})
     d = denominators(run)
     assert d[IDS[0]].impl == "fa3" and d[IDS[1]].impl == "seed"
-    assert d[IDS[0]].fallback_ms == pytest.approx(10 * d[IDS[0]].time_ms, rel=0.05)
+    assert d[IDS[0]].seed_ms == pytest.approx(10 * d[IDS[0]].time_ms, rel=0.05)
 
 
 def test_no_baseline_run_means_nothing_ranks():
@@ -277,7 +278,7 @@ def test_cli_round_trip(workspace, capsys):
     files, common, tmp = workspace
     lb = lambda *a: cli.main(["leaderboard", *a])  # noqa: E731
     assert lb("add", files["fast"], "--name", "fast", "--author", "ann", *common) == 0
-    assert "fast" in capsys.readouterr().out
+    assert "rank 1 of 1 on the 10 common scenarios, rank 1 coverage-weighted" in capsys.readouterr().out
     assert lb("add", files["slow"], *common) == 0  # default name: the candidate's file stem
     assert lb("add", files["base"], "--impl", "seed", *common) == 0
     assert lb("add", files["edited"], "--name", "edited", *common) == 0
@@ -335,18 +336,19 @@ def as_seed_run(run: RunResult) -> RunResult:
 
 
 def test_recorded_entries_take_each_library_once_from_the_run_timing_most():
+    # a recorded run's 'fa3' is the fa3-fwd adapter (solbench.baselines.RENAMED): the entry is named so
     most = as_seed_run(make_run("rec-smoke", {"candidate": 10.0, "fa3": 1.0, "fa4": 1.1}, 1))
     more = as_seed_run(make_run("rec-smoke+more", {"candidate": 10.0, "fa3": 0.5, "flex": 2.0}, 2))
     entries = recorded_entries([more, most])
     assert [(e.name, e.impl, e.run_id) for e in entries] == [
-        ("seed", "candidate", "rec-smoke"), ("fa3", "fa3", "rec-smoke"), ("fa4", "fa4", "rec-smoke"),
+        ("seed", "candidate", "rec-smoke"), ("fa3-fwd", "fa3", "rec-smoke"), ("fa4", "fa4", "rec-smoke"),
         ("flex", "flex", "rec-smoke+more")]
     assert {e.author for e in entries} == {"solbench recorded run"}
 
 
 def without_dates(boards: list[dict]) -> list[dict]:
     for board in boards:
-        for standing in board["ranked"] + board["apart"]:
+        for standing in board["ranked"] + board["narrow"] + board["apart"]:
             standing["entry"].pop("added_utc")
     return boards
 
@@ -376,7 +378,7 @@ def test_help_and_docstring_examples_parse(capsys):
     assert all(f"    {action} " in out for action in ("add", "show", "export", "remove"))
     parser = cli.build_parser()
     examples = [line.split("#")[0].strip() for line in command.EXAMPLES.splitlines() if line.strip().startswith("solbench ")]
-    assert len(examples) == 6
+    assert len(examples) == 7
     for line in examples:
         args = parser.parse_args(shlex.split(line)[1:])
         assert args.command == "leaderboard" and args.action in ("add", "show", "export", "remove")

@@ -14,7 +14,7 @@ from solbench import __version__
 from solbench.leaderboard.entry import Entry
 from solbench.leaderboard.html import write_site
 from solbench.leaderboard.rank import build_boards
-from test_leaderboard import IDS, SUITE, baseline_run, entry
+from test_leaderboard import IDS, SUITE, baseline_run, entry, make_run
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,9 @@ def site(tmp_path_factory):
     run = baseline_run()
     entries = [entry("fast-kernel", 0.8, 1), entry("steady", 1.2, 2), entry("twin", 1.2002, 3),
                entry("cheater", 0.1, 4, wrong={3: "mismatch"}), entry("edited", 0.5, 5, suite_hash="c" * 64),
-               Entry.from_result(run, "seed"), Entry.from_result(run, "fa3"), entry("filtered", 1.0, 6, ids=IDS[:8])]
+               Entry.from_result(run, "seed"), Entry.from_result(run, "fa3"), entry("filtered", 1.0, 6, ids=IDS[:8]),
+               Entry.from_result(make_run("narrow", {"seed": 10.0, "sdpa": 2.0}, seed=7,
+                                          unsupported={"sdpa": set(range(2, 10))}), "sdpa", "narrow-sdpa")]
     boards = build_boards(entries, [run], {"smoke": SUITE.hash}, __version__)
     return write_site(boards, tmp_path_factory.mktemp("site"))
 
@@ -44,8 +46,11 @@ def test_page_renders_table_drilldown_and_chart(browser, site, tmp_path):
     assert 'class="entry ranked tied"' in ranking and re.search(r'<th data-key="name"[^>]*class="l asc"', ranking)
     apart = re.search(r'<table id="apart-0".*?</table>', dom, re.S).group(0)
     assert "edited suite" in apart and "wrong on 1 scenario(s)" in apart and "covers 8 of 10" in apart
-    assert len(re.findall(r'<details id="detail-0-\d+"', dom)) == 8
-    assert dom.count('<table id="scenarios-0-') == 8
+    narrow = re.search(r'<table id="narrow-0".*?</table>', dom, re.S).group(0)
+    assert re.findall(r'<tr id="narrow-0-\d+" class="entry narrow" data-name="([^"]+)"', narrow) == ["narrow-sdpa"]
+    assert "covers 2 of 10 scored scenarios; ranking needs at least half" in narrow and "narrow-sdpa" not in apart
+    assert len(re.findall(r'<details id="detail-0-\d+"', dom)) == 9
+    assert dom.count('<table id="scenarios-0-') == 9
 
 
 def test_screenshot_is_not_blank(browser, site, tmp_path):

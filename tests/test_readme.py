@@ -25,3 +25,15 @@ def test_readme_coverage_table_is_current():
     expected = markdown_summary([coverage(s, "h200") for s in suites])
     assert block.group(1) == expected, ("README coverage table is stale: regenerate it with "
                                         "solbench baselines --arch h200 --markdown " + ",".join(suites))
+
+
+def test_readme_leaderboard_table_is_current(capsys):
+    from solbench.front import cli
+
+    block = re.search(r"<!-- leaderboard:begin -->\n(.*?)<!-- leaderboard:end -->", README.read_text(), re.S)
+    assert block, "README.md lost its leaderboard markers"
+    suite = block.group(1).split(" ", 1)[0]  # the table names its board first
+    argv = ["leaderboard", "show", "--recorded", "--arch", "h200", "--suite", suite, "--markdown"]
+    assert cli.main(argv) == 0
+    stale = "README leaderboard table is stale: regenerate it with solbench " + " ".join(argv)
+    assert capsys.readouterr().out == block.group(1), stale

@@ -17,6 +17,7 @@ solbench leaderboard add reports/RUN/results.json --name my-kernel --author me
 solbench leaderboard add baselines/h200/hopper.json --impl fa3      # a baseline library as an entry
 solbench leaderboard show --suite hopper --arch h200
 solbench leaderboard show --suite hopper --arch h200 --json
+solbench leaderboard show --recorded --arch h200 --suite hopper --markdown     # the README's table
 solbench leaderboard export --html site/
 solbench leaderboard remove my-kernel
 """
@@ -55,6 +56,8 @@ def add_arguments(parser) -> None:
     show = with_selection(sub.add_parser("show", **action,
                                          help="print the ranking (one board per suite, arch and GPU)"))
     show.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    show.add_argument("--markdown", action="store_true", help="print each board's ranking as a Markdown table "
+                      "(the README's)")
     add_to_parser(show, (WIDE,))
     export = with_selection(sub.add_parser("export", **action, help="write a static, self-contained web page"))
     export.add_argument("--html", type=Path, required=True, metavar="DIR", help="folder for index.html and leaderboard.json")
@@ -71,9 +74,9 @@ def run(args) -> int:
         with Store(db) as store:
             entry = store.add_result(args.results, args.impl, args.name, args.author)
             boards = _boards(store.entries(entry.suite, entry.arch), args.baselines_dir)
-        standing = next(s for b in boards for s in b.standings if s.entry.name == entry.name
-                        and b.gpu_model == entry.gpu_model)
-        place = f"rank {standing.rank}" if standing.rank else f"not ranked: {standing.reason}"
+        board, standing = next((b, s) for b in boards for s in b.standings if s.entry.name == entry.name
+                               and b.gpu_model == entry.gpu_model)
+        place = f"not ranked: {standing.reason}" if standing.reason else _place(board, standing)
         print(f"added {entry.name} ({entry.impl}, suite {entry.suite}, {entry.gpu_model}) to {db}; {place}")
         return 0
     if args.action == "remove":
@@ -87,15 +90,27 @@ def run(args) -> int:
         with Store(db, create=False) as store:
             boards = _boards(store.entries(args.suite, args.arch), args.baselines_dir)
     if args.action == "show":
-        from solbench.leaderboard.text import render
+        from solbench.leaderboard.text import markdown, render
 
-        print(json.dumps([b.to_dict() for b in boards], indent=1) if args.json else render(boards, args.wide))
+        if args.json:
+            print(json.dumps([b.to_dict() for b in boards], indent=1))
+        else:
+            print("\n\n".join(map(markdown, boards)) if args.markdown else render(boards, args.wide))
         return 0
     from solbench.leaderboard.html import write_site
 
     index = write_site(boards, args.html)
     print(f"wrote {index}")
     return 0
+
+
+def _place(board, standing) -> str:
+    """'rank 2 of 5 on the 24 common scenarios, rank =1 coverage-weighted'."""
+    from solbench.leaderboard.text import rank_label
+
+    head = (f"rank {rank_label(standing)} of {len(board.ranked)} on the {len(board.common)} common scenarios"
+            if board.common else "no common scenario")
+    return f"{head}, rank {rank_label(standing, weighted=True)} coverage-weighted"
 
 
 def _recorded_boards(args, db: Path):

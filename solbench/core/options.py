@@ -84,7 +84,8 @@ STRICT = Option("strict", "also fail on ambiguous comparisons (CI straddling 1 -
                 action="store_true")
 MIN_RATIO = Option("min-ratio", "every scenario's median speedup vs its best comparator must be >= R", type=float)
 MIN_GEOMEAN = Option("min-geomean", "geomean speedup vs COMPARATOR must be >= G", type=float)
-COMPARATOR = Option("comparator", "comparator for --min-geomean (default: seed)", default="seed")
+COMPARATOR = Option("comparator", "comparator for --min-geomean: seed (default), a baseline, best, upstream (the arch's "
+                    "FA3 / FA4) or fastest (per scenario, the fastest library)", default="seed")
 MIN_SOL = Option("min-sol", "every scenario must reach >= F percent of the speed of light (e.g. 50)", type=float)
 PLUGIN_OUT = Option("out", "run folder (default: <basetemp>/solbench/<run-id>/, under pytest's temporary folder)")
 QUICK = Option("quick", "few samples, no L2 flush: for smoke tests, not for numbers", default=False,

@@ -1,11 +1,12 @@
-"""The plugin's terminal summary: what ran, geomean speedups with their intervals, the BASE verdicts."""
+"""The plugin's terminal summary: what ran, geomean speedups with their intervals (the headline vs upstream
+and fastest available too), the BASE verdicts."""
 
 from __future__ import annotations
 
 from solbench.core import stats
 from solbench.report.check import Verdict
 from solbench.core.model import Status
-from solbench.report.tables import score_line, scores
+from solbench.report.tables import headline_line, headlines, score_line, scores
 
 
 def summary_lines(session) -> list[str]:
@@ -19,6 +20,9 @@ def summary_lines(session) -> list[str]:
     lines = [f"kernel {session.kernel} on suite {result.suite} (arch {result.arch}): {len(outcomes)} scenarios, "
              f"{len(outcomes) - len(wrong) - skipped} correct, {len(wrong)} wrong, {skipped} skipped"]
     lines += [score_line(score) for score in scores(result)]
+    heads = headlines(result)  # vs the arch's FA3 / FA4 and the fastest library, where the run timed libraries
+    if heads:
+        lines.append(headline_line(heads))
     if session.base is not None:
         items = list(session.verdicts.values())
         count = {v: sum(i.verdict is v for i in items) for v in Verdict}

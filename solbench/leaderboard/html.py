@@ -1,9 +1,9 @@
 """The leaderboard as one static, self-contained web page: no server, no CDN, nothing fetched.
 
-Per board: a sortable ranking table, the entries listed apart with why, the roofline chart (a PNG
-from solbench.report.plots embedded as base64), and a drill-down per entry by scenario (<details>). An
-entry has its implementation's colour (solbench.report.plots.impl_style) in the table and on the chart
-of every board, whatever its rank.
+Per board: a sortable ranking table, the entries too narrow to rank and those listed apart for another
+reason, each with why, the roofline chart (a PNG from solbench.report.plots embedded as base64), and a
+drill-down per entry by scenario (<details>). An entry has its implementation's colour
+(solbench.report.plots.impl_style) in the tables and on the chart of every board, whatever its rank.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from solbench import __version__
 from solbench.leaderboard.rank import Board, Standing
-from solbench.leaderboard.text import board_title, coverage_label, pct, rank_label, score_label
+from solbench.leaderboard.text import board_title, own_label, pct, rank_label, rule_line, score_label, weighted_label
 from solbench.report.page import SORT_SCRIPT, TABLE_CSS, cell, esc, swatch, table
 from solbench.report.plots import impl_style
 
@@ -43,10 +43,13 @@ window.addEventListener("load", () => {
 uses it), then marks <body data-ready> and counts the charts that decoded."""
 
 RANK_COLUMNS = (("rank", "rank", "num"), ("name", "entry", "str"), ("author", "author", "str"),
-                ("impl", "impl", "str"), ("score", "speedup vs best baseline [95% CI]", "num"),
-                ("sol", "% of SOL (datasheet)", "num"), ("drift", "baseline drift", "num"), ("scenarios", "scenarios", "num"),
+                ("impl", "impl", "str"), ("score", "common set: speedup vs best baseline [95% CI]", "num"),
+                ("weighted", "coverage-weighted (rank)", "num"), ("own", "own scenarios (coverage)", "num"),
+                ("sol", "% of SOL (datasheet)", "num"), ("drift", "baseline drift", "num"),
                 ("source", "source sha256", "str"), ("versions", "solbench / libraries", "str"))
-APART_COLUMNS = (("name", "entry", "str"), ("impl", "impl", "str"), ("score", "partial score", "num"),
+NARROW_COLUMNS = (("name", "entry", "str"), ("impl", "impl", "str"), ("own", "own scenarios (coverage)", "num"),
+                  ("sol", "% of SOL (datasheet)", "num"), ("reason", "why not ranked", "str"))
+APART_COLUMNS = (("name", "entry", "str"), ("impl", "impl", "str"), ("score", "partial score (coverage)", "num"),
                  ("reason", "why not ranked", "str"))
 SCENARIO_COLUMNS = (("scenario", "scenario", "str"), ("status", "status", "str"), ("time", "time µs", "num"),
                     ("denominator", "denominator µs", "num"), ("speedup", "speedup", "num"), ("sol", "% of SOL (datasheet)", "num"),
@@ -57,24 +60,35 @@ def _num(value, fmt: str = "{:.4g}") -> tuple[str, str]:
     return ("-", "") if value is None else (fmt.format(value), repr(float(value)))
 
 
+def _name_cell(e) -> str:
+    """The entry's name after its colour's swatch (the roofline chart's)."""
+    return f'<td class="l wrap">{swatch(impl_style(style_key(e)).color, style_key(e))}{esc(e.name)}</td>'
+
+
 def _ranking_row(b: int, i: int, s: Standing) -> str:
     e = s.entry
     libraries = ", ".join(f"{k} {v}" for k, v in sorted(e.library_versions.items()))
     versions = (f"<details><summary>solbench {esc(e.solbench_version)} + {len(e.library_versions)} packages</summary>"
                 f"{esc(libraries)}</details>" if libraries else f"solbench {esc(e.solbench_version)}")
-    name = f'<td class="l wrap">{swatch(impl_style(style_key(e)).color, style_key(e))}{esc(e.name)}</td>'
-    cells = [cell(rank_label(s), s.rank), name, cell(e.author or "-", cls="l"),
-             cell(e.impl, cls="l"), cell(score_label(s), s.score), cell(pct(s.sol_pct), s.sol_pct or ""),
+    cells = [cell(rank_label(s), s.rank), _name_cell(e), cell(e.author or "-", cls="l"),
+             cell(e.impl, cls="l"), cell(score_label(s), "" if s.score is None else s.score),
+             cell(weighted_label(s), s.weighted.score), cell(own_label(s), s.own.score),
+             cell(pct(s.sol_pct), s.sol_pct or ""),
              cell(pct(s.drift_pct, True), "" if s.drift_pct is None else s.drift_pct),
-             cell(coverage_label(s), sum(1 for x in s.scenarios if x.speedup is not None and not x.fallback)),
              cell(e.source_sha256[:12] or "-", cls="l"), f'<td class="l wrap">{versions}</td>']
     cls = "entry ranked" + (" tied" if s.tied else "")
     return f'<tr id="row-{b}-{i}" class="{cls}" data-name="{esc(e.name)}">{"".join(cells)}</tr>'
 
 
+def _narrow_row(b: int, i: int, s: Standing) -> str:
+    cells = [_name_cell(s.entry), cell(s.entry.impl, cls="l"), cell(own_label(s), "" if s.own is None else s.own.score),
+             cell(pct(s.sol_pct), s.sol_pct or ""), cell(s.reason, cls="reason")]
+    return f'<tr id="narrow-{b}-{i}" class="entry narrow" data-name="{esc(s.entry.name)}">{"".join(cells)}</tr>'
+
+
 def _apart_row(b: int, i: int, s: Standing) -> str:
     cells = [cell(s.entry.name, cls="l"), cell(s.entry.impl, cls="l"),
-             cell(score_label(s), "" if s.score is None else s.score), cell(s.reason, cls="reason")]
+             cell(own_label(s), "" if s.own is None else s.own.score), cell(s.reason, cls="reason")]
     cls = "entry apart" + (" wrong" if s.wrong else "")
     return f'<tr id="apart-{b}-{i}" class="{cls}" data-name="{esc(s.entry.name)}">{"".join(cells)}</tr>'
 
@@ -87,12 +101,18 @@ def _drilldown(b: int, i: int, s: Standing) -> str:
         sp, spv = _num(x.speedup, "{:.3f}x")
         sol, solv = _num(x.sol_pct, "{:.1f}%")
         wrong = x.status not in ("passed", "skipped")
-        status = f"{x.status}: seed's time" if x.fallback else x.status
+        status = x.status
+        if x.fallback_impl:  # the weighted view's stand-in time and speedup, in parentheses
+            status = f"{x.status}: counted at {x.fallback_impl}'s time"
+            t, tv = _num(x.fallback_ms * 1e3, "({:.4g})")
+            sp, spv = _num(x.denominator_ms / x.fallback_ms, "({:.3f}x)")
         rows.append("<tr>" + cell(x.scenario_id, cls="l id", breakable=True) + cell(status, cls="l wrong" if wrong else "l")
                     + cell(t, tv) + cell(f"{d} ({x.denominator_impl})" if x.denominator_impl else d, dv)
                     + cell(sp, spv) + cell(sol, solv) + cell(x.reason, cls="reason") + "</tr>")
-    place = f"rank {rank_label(s)}" if s.rank else "not ranked"
-    summary = f"{s.entry.name} [{s.entry.impl}]: {place}, {score_label(s)}, {len(s.scenarios)} scenarios"
+    place = (f"rank {rank_label(s)}" if s.rank else "too narrow to rank" if s.narrow else "not ranked" if s.reason
+             else "no common-set rank")
+    summary = (f"{s.entry.name} [{s.entry.impl}]: {place}, {score_label(s)} on the common set, weighted "
+               f"{weighted_label(s)}, own {own_label(s)}")
     return (f'<details id="detail-{b}-{i}" class="drill"><summary>{esc(summary)}</summary>'
             + table(f"scenarios-{b}-{i}", "scenarios", SCENARIO_COLUMNS, rows) + "</details>")
 
@@ -104,11 +124,11 @@ def style_key(entry) -> str:
 
 
 def chart_points(board: Board) -> list[dict]:
-    """(scenario, entry) points in the shape solbench.report.plots.roofline_chart takes: only entries with a
-    score on this board (ranked, or partial), so a wrong or incomparable entry draws nothing."""
+    """(scenario, entry) points in the shape solbench.report.plots.roofline_chart takes: only entries with an
+    own score on this board (ranked, or partial), so a wrong or incomparable entry draws nothing."""
     points = []
     for s in board.standings:
-        if s.score is None or s.wrong:
+        if s.own is None or s.wrong:
             continue
         for x in s.scenarios:
             if x.status == "passed" and x.time_ms and x.flops and x.bytes:
@@ -141,12 +161,16 @@ def render_board(b: int, board: Board) -> str:
              f"({esc(board.arch)})</h2><p class=\"note\">{esc(board_title(board))}</p>"]
     if board.note:
         parts.append(f'<p class="note">{esc(board.note)}</p>')
-    parts.append("<p class=\"note\">Score: geomean over scenarios of the best recorded baseline's median time / "
-                 "the entry's median time (&gt; 1: faster), 95 % interval from measurement noise. "
-                 "A scenario an entry does not support counts at the seed's recorded time (\u201c+N on seed\u201d). "
-                 "A shared rank (=) means the intervals overlap. Click a header to sort.</p>")
+    parts.append(f'<p class="note" id="rule-{b}">{esc(rule_line(board))}.</p>')
+    parts.append("<p class=\"note\">Each score: geomean over scenarios of the best recorded baseline's median time "
+                 "/ the entry's median time (&gt; 1: faster), 95 % interval from measurement noise. A library is "
+                 "ranked on what it claims: a scenario it does not support is no failure. A shared rank (=) means "
+                 "the intervals overlap. Click a header to sort.</p>")
     parts.append(table(f"ranking-{b}", "ranking", RANK_COLUMNS,
                         [_ranking_row(b, i, s) for i, s in enumerate(board.ranked)]))
+    if board.narrow:
+        rows = [_narrow_row(b, i, s) for i, s in enumerate(board.narrow)]
+        parts.append("<h3>Too narrow to rank</h3>" + table(f"narrow-{b}", "narrow", NARROW_COLUMNS, rows))
     if board.apart:
         parts.append("<h3>Not ranked</h3>" + table(f"apart-{b}", "apart", APART_COLUMNS,
                                                      [_apart_row(b, i, s) for i, s in enumerate(board.apart)]))

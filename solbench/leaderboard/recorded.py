@@ -5,13 +5,15 @@ candidate beside baseline libraries. The seed and every library it timed become 
 `solbench leaderboard add RUN --impl NAME` would make them; nothing is stored, so a fresh clone or a
 wheel shows the same boards as the committed `reports/leaderboard-h200/`. A library timed in several
 runs of one suite enters once, from the run timing the most libraries (the one the denominators come
-from, see rank.choose_baseline_run).
+from, see rank.choose_baseline_run). A library is named as its adapter is today: a run recorded before
+vllm-fa3 existed calls fa3-fwd 'fa3' (solbench.baselines.RENAMED); its entry is 'fa3-fwd'.
 """
 
 from __future__ import annotations
 
 from itertools import groupby
 
+from solbench.baselines import current_name
 from solbench.core.model import RunResult
 from solbench.leaderboard.entry import CANDIDATE, Entry, gpu_model
 from solbench.leaderboard.rank import NOT_BASELINES, baseline_names, seed_impl
@@ -35,6 +37,6 @@ def recorded_entries(runs: list[RunResult]) -> list[Entry]:
             if i == 0 and seed_impl(run) == CANDIDATE:
                 entries.append(Entry.from_result(run, CANDIDATE, SEED_ENTRY, AUTHOR, when))
             for impl in sorted({n for o in run.outcomes for n in o.measurements} - set(NOT_BASELINES) - taken):
-                entries.append(Entry.from_result(run, impl, impl, AUTHOR, when))
+                entries.append(Entry.from_result(run, impl, current_name(impl), AUTHOR, when))
                 taken.add(impl)
     return entries

@@ -1,5 +1,5 @@
-"""The gap to the speed of light: per scenario the candidate, the best comparator and the roofline
-bound side by side, sorted by remaining headroom, plus the roofline and %-of-SOL charts.
+"""The gap to the speed of light: per scenario the candidate, the fastest available library and the
+roofline bound side by side, sorted by remaining headroom, plus the roofline and %-of-SOL charts.
 
 Consumes a RunResult only (the bound each outcome recorded), so it renders on any machine.
 """
@@ -36,21 +36,23 @@ def timed_points(result: RunResult) -> list[dict]:
 
 
 def gap_rows(result: RunResult) -> list[dict]:
-    """Scenario, candidate time, best comparator, bounds, %-of-SOL; largest remaining gap first."""
+    """Scenario, candidate time, the fastest library that passed (yardsticks.fastest), bounds, %-of-SOL;
+    largest remaining gap first."""
+    from solbench.report.yardsticks import cell, fastest
+
     rows = []
     for o in result.outcomes:
         cand = o.measurements.get("candidate")
         if not (o.bound and cand):
             continue
         t = _median(cand.samples_ms)
-        others = {n: _median(m.samples_ms) for n, m in o.measurements.items() if n != "candidate"}
-        best = min(others, key=others.get) if others else None
+        fast = cell(o, fastest(o))
         measured = o.bound.get("measured_bound_ms")
         rows.append({
             "scenario": o.scenario_id,
             "candidate_us": t * 1e3,
-            "best_comparator": best or "-",
-            "best_us": others[best] * 1e3 if best else None,
+            "fastest": fast["comparator"] or "-",
+            "fastest_us": fast["time_us"],
             "bound_us": o.bound["bound_ms"] * 1e3,
             "measured_bound_us": measured * 1e3 if measured else None,
             "limit": o.bound.get("measured_limit") or o.bound["limit"],

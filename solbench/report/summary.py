@@ -34,7 +34,10 @@ def comparators_of(result: RunResult) -> list[str]:
 def summary_dict(result: RunResult, results_path: str | None = None) -> dict:
     """What an agent needs from a run, as one JSON-able object: counts, each score with its interval (or
     why it is 0), every failing scenario and comparator with the reason, and the per-scenario rows."""
+    from solbench.report.yardsticks import upstream
+
     names = comparators_of(result)
+    up = upstream(result)
     return {
         "schema": schemas.SUMMARY, "ok": True, "exit_code": exit_code(result),
         "run_id": result.run_id, "suite": result.suite, "arch": result.arch, "complete": result.complete,
@@ -44,6 +47,7 @@ def summary_dict(result: RunResult, results_path: str | None = None) -> dict:
         "comparators": names,
         "scores": [{"comparator": s.comparator, "geomean": s.geomean, "ci95": None if s.failed else [s.lo, s.hi],
                     "scenarios": s.scenarios, "zero_because": list(s.failed)} for s in scores(result)],
+        "headline": _headline(result),
         "failed": [{"scenario": o.scenario_id, "status": o.status.value, "reason": o.reason}
                    for o in result.outcomes if o.status is not Status.PASSED],
         "comparator_failures": [{"scenario": o.scenario_id, "comparator": name, "status": c["status"],
@@ -51,7 +55,7 @@ def summary_dict(result: RunResult, results_path: str | None = None) -> dict:
                                 for o in result.outcomes for name, c in o.comparators.items()
                                 if Status(c["status"]).is_failure],
         "fewer_input_copies": fewer_input_copies(result),
-        "per_scenario": [scenario_row(o, names) for o in result.outcomes],
+        "per_scenario": [scenario_row(o, names, up) for o in result.outcomes],
         "results": results_path,
         "triage": _triage(result),
     }
@@ -63,9 +67,28 @@ def _triage(result: RunResult) -> dict:
     return triage_dict(*run_triage(result))
 
 
-def scenario_row(o: Outcome, comparators: list[str]) -> dict:
-    """One scenario: the candidate's verdict, error, time, noise and %-of-SOL, and per comparator its own
-    verdict, time and the candidate's speedup over it (median per-round t_comparator / t_candidate)."""
+def _headline(result: RunResult) -> dict:
+    """The suite vs the arch's upstream library and vs the fastest available one (tables.headlines), each
+    null where the run has no such yardstick, and the sentence the report prints."""
+    from solbench.report.tables import headline_line, headlines
+
+    hs = headlines(result)
+    out = {"upstream": None, "fastest": None, "text": headline_line(hs) if hs else None}
+    for h in hs:
+        s = h.score
+        out["upstream" if h.comparator else "fastest"] = {
+            "library": h.label, "comparator": h.comparator, "geomean": s.geomean,
+            "ci95": None if s.failed or not s.scenarios else [s.lo, s.hi], "scenarios": s.scenarios,
+            "scenarios_total": h.scenarios_total, "zero_because": list(s.failed)}
+    return out
+
+
+def scenario_row(o: Outcome, comparators: list[str], up=None) -> dict:
+    """One scenario: the candidate's verdict, error, time, noise and %-of-SOL; per comparator its own
+    verdict, time and the candidate's speedup over it (median per-round t_comparator / t_candidate); the
+    same for the arch's upstream library (`up`, yardsticks.upstream) and for the fastest library that passed."""
+    from solbench.report.yardsticks import cell, fastest
+
     cand = o.measurements.get("candidate")
     time_ms = median(cand.samples_ms) if cand else None
     return {
@@ -78,6 +101,8 @@ def scenario_row(o: Outcome, comparators: list[str]) -> dict:
         "sol_pct": o.bound["bound_ms"] / time_ms * 100 if o.bound and time_ms else None,
         "input_copies": o.input_copies,
         "comparators": {name: _comparator_cell(o, name) for name in comparators},
+        "upstream": {"library": up.library, **cell(o, up.comparator)} if up else None,
+        "fastest": cell(o, name) if (name := fastest(o)) else None,
     }
 
 

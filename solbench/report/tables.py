@@ -48,24 +48,76 @@ def best_ratios(o: Outcome) -> tuple[float, ...] | None:
     return tuple(min(r) for r in zip(*o.ratios.values()))
 
 
-def scores(result: RunResult) -> list[Score]:
-    from solbench.core.stats import geomean_ci
-
+def _not_scored(result: RunResult) -> tuple[str, ...]:
+    """What zeroes every score: scenarios not passed, and the ones an interrupted run never reached."""
     # A declined (skipped) scenario disqualifies too: a score over only the easy scenarios is no score.
     failed = tuple(o.scenario_id for o in result.outcomes if o.status is not Status.PASSED)
     if not result.complete:  # a geomean over the finished scenarios only is no suite score
         failed += (f"{INCOMPLETE}: {result.scenario_count - len(result.outcomes)} of {result.scenario_count} "
                    "scenarios not run",)
+    return failed
+
+
+def _score(name: str, per: list, failed: tuple[str, ...]) -> Score:
+    from solbench.core.stats import geomean_ci
+
+    per = [p for p in per if p]
+    if failed or not per:
+        return Score(name, 0.0, 0.0, 0.0, len(per), failed)
+    return Score(name, *geomean_ci(per), len(per))
+
+
+def scores(result: RunResult) -> list[Score]:
+    failed = _not_scored(result)
+    names = comparator_names(result)
+    return [_score(name, [best_ratios(o) if name == "best" else o.ratios.get(name) for o in result.outcomes], failed)
+            for name in names + (["best"] if len(names) > 1 else [])]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The suite score against one yardstick (solbench.report.yardsticks), over the scenarios it ran."""
+
+    label: str
+    """'FA3' or 'FA4' (the arch's upstream library), or 'fastest available'."""
+    comparator: str | None
+    """The upstream library's comparator in the run; None for the fastest, which is chosen per scenario."""
+    score: Score
+    """Its geomean over the scenarios where the yardstick was timed (`score.scenarios` of them)."""
+    scenarios_total: int
+    """Scenarios of the run: those beyond `score.scenarios` are ones the yardstick does not run."""
+
+
+def headlines(result: RunResult) -> list[Headline]:
+    """vs upstream (where the arch has one and the run timed it) and vs fastest available (where the run
+    timed a library): per scenario the candidate's per-round ratios to that library."""
+    from solbench.report.yardsticks import fastest, timed_ms, upstream
+
+    failed, total = _not_scored(result), len(result.outcomes)
+    up = upstream(result)
     out = []
-    for name in comparator_names(result) + (["best"] if len(comparator_names(result)) > 1 else []):
-        per = [best_ratios(o) if name == "best" else o.ratios.get(name) for o in result.outcomes]
-        per = [p for p in per if p]
-        if failed or not per:
-            out.append(Score(name, 0.0, 0.0, 0.0, len(per), failed))
-            continue
-        g, lo, hi = geomean_ci(per)
-        out.append(Score(name, g, lo, hi, len(per)))
+    if up:
+        per = [o.ratios[up.comparator] for o in result.outcomes if timed_ms(o, up.comparator) is not None]
+        out.append(Headline(up.library, up.comparator, _score("upstream", per, failed), total))
+    per = [o.ratios[name] for o in result.outcomes if (name := fastest(o))]
+    if per or up:
+        out.append(Headline("fastest available", None, _score("fastest", per, failed), total))
     return out
+
+
+def headline_line(hs: list[Headline]) -> str:
+    """The paper's sentence: '1.16x [95% CI ...] vs FA3 (vllm-fa3) on 28 of 182; 1.1x ... vs fastest
+    available on ...'; a recorded run's 'fa3' is named as the adapter it is today (fa3-fwd)."""
+    from solbench.baselines import current_name
+
+    if hs and hs[0].score.failed:
+        return f"headline: 0 vs {' and vs '.join(h.label for h in hs)} ({zero_because(hs[0].score)})"
+    parts = []
+    for h in hs:
+        s, who = h.score, h.label + (f" ({current_name(h.comparator)})" if h.comparator else "")
+        value = f"{s.geomean:.4g}x [95% CI {s.lo:.4g}-{s.hi:.4g}]" if s.scenarios else "no scenario timed"
+        parts.append(f"{value} vs {who} on {s.scenarios} of {h.scenarios_total}")
+    return "headline: " + "; ".join(parts)
 
 
 def status_counts(result: RunResult) -> dict[str, int]:
@@ -75,14 +127,19 @@ def status_counts(result: RunResult) -> dict[str, int]:
     return counts
 
 
+def zero_because(s: Score) -> str:
+    """Why a score is 0, in a few words: '3 scenario(s) not passed; run incomplete: ...'."""
+    why = [f for f in s.failed if f.startswith(INCOMPLETE)]
+    failed = len(s.failed) - len(why)
+    if failed:
+        why.insert(0, f"{failed} scenario(s) not passed")
+    return "; ".join(why)
+
+
 def score_line(s: Score) -> str:
     """One line per comparator: the geomean with its interval, or 0 and how many scenarios failed."""
     if s.failed:
-        why = [f for f in s.failed if f.startswith(INCOMPLETE)]
-        failed = len(s.failed) - len(why)
-        if failed:
-            why.insert(0, f"{failed} scenario(s) not passed")
-        return f"score vs {s.comparator}: 0 ({'; '.join(why)})"
+        return f"score vs {s.comparator}: 0 ({zero_because(s)})"
     return (f"geomean speedup vs {s.comparator}: {s.geomean:.4f}x (95% CI {s.lo:.4f}-{s.hi:.4f}) "
             f"over {s.scenarios} scenarios")
 
@@ -90,8 +147,11 @@ def score_line(s: Score) -> str:
 def scenario_rows(result: RunResult) -> list[dict]:
     from solbench.core.stats import median, rel_ci_halfwidth
 
+    from solbench.report.yardsticks import NOT_LIBRARIES, cell, fastest
+
     rows = []
     names = comparator_names(result)
+    libraries = [n for n in names if n not in NOT_LIBRARIES]
     for o in result.outcomes:
         row = {"scenario": o.scenario_id, "status": o.status.value,
                "max_abs_err": o.error.max_abs if o.error else None}
@@ -100,6 +160,9 @@ def scenario_rows(result: RunResult) -> list[dict]:
         row["noise_pct"] = rel_ci_halfwidth(cand.samples_ms) * 100 if cand and len(cand.samples_ms) > 1 else None
         for n in names:
             row[f"x_{n}"] = median(o.ratios[n]) if o.ratios.get(n) else None
+        if libraries:  # per scenario the fastest library that passed (yardsticks.fastest), its time, the speedup
+            fast = cell(o, fastest(o))
+            row.update(fastest=fast["comparator"], fastest_us=fast["time_us"], x_fastest=fast["speedup"])
         if o.bound and cand:
             row["sol_pct"] = o.bound["bound_ms"] / median(cand.samples_ms) * 100
         row["reason"] = o.reason
@@ -134,6 +197,9 @@ def summary_head(result: RunResult) -> list[str]:
     lines = [f"suite {result.suite} on {result.arch}: {done} scenarios; "
              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
     lines += [score_line(s) for s in scores(result)]
+    hs = headlines(result)
+    if hs:
+        lines.append(headline_line(hs))
     fewer = fewer_input_copies(result)
     if fewer:
         lines.append(f"timed on fewer than the policy's {result.policy.get('rotate_inputs')} input copies (device "

@@ -98,30 +98,32 @@ def fit_table(rows: Sequence[Mapping[str, object]], width: int = WIDTH, wrap: Ma
 
 def scenario_table(result, wide: bool = False) -> str:
     """The per-scenario table for a terminal. --wide: every column of tables.render_table, reasons whole.
-    Otherwise a short set fitted to WIDTH: status, time, noise, the speedup vs the
-    seed and vs the best comparator (with its name), % of SOL and the reason; ids wrapped."""
-    from solbench.core.stats import median
-    from solbench.report.tables import best_ratios, comparator_names, format_value, render_table, scenario_rows
+    Otherwise a short set fitted to WIDTH: status, time, noise, the speedup vs the seed, vs the arch's
+    upstream library (x_FA3 / x_FA4) and vs the fastest library that passed (with its name), % of SOL and
+    the reason; ids wrapped."""
+    from solbench.report.tables import comparator_names, format_value, render_table, scenario_rows
+    from solbench.report.yardsticks import upstream
 
     if wide:
         return render_table(result, max_reason=1 << 20)
     names = comparator_names(result)
+    up = upstream(result)
     rows = []
-    for o, full in zip(result.outcomes, scenario_rows(result)):
+    for full in scenario_rows(result):
         row = {k: format_value(full[k]) for k in ("scenario", "status", "time_us", "noise_pct")}
         if "seed" in names:
             row["x_seed"] = format_value(full["x_seed"])
-        if [n for n in names if n != "seed"]:
-            medians = {n: median(r) for n, r in o.ratios.items() if r}
-            row["x_best"] = format_value(median(best_ratios(o))) if medians else "-"
-            row["best"] = min(medians, key=medians.get) if medians else "-"
+        if up:
+            row[f"x_{up.library}"] = format_value(full.get(f"x_{up.comparator}"))
+        if "fastest" in full:
+            row["x_fastest"], row["fastest"] = format_value(full["x_fastest"]), format_value(full["fastest"])
         row["sol_pct"] = format_value(full.get("sol_pct"))
         row["reason"] = full["reason"]
         rows.append(row)
     if not any(r["reason"] for r in rows):
         for r in rows:
             del r["reason"]
-    return fit_table(rows, wrap={"scenario": 46, "reason": 24}, optional=("noise_pct", "reason", "best"))
+    return fit_table(rows, wrap={"scenario": 46, "reason": 24}, optional=("noise_pct", "reason", "fastest"))
 
 
 def fit_lines(text: str, width: int = WIDTH, wide: bool = False) -> str:
