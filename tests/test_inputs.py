@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from solbench.core import masks
-from solbench.supervisor.inputs import LOGIT_STD, SINK_OFFSET, make_inputs
+from solbench.supervisor.inputs import PROFILES, make_inputs
 from solbench.core.tensors import poisoned
 from solbench.core.scenario import MaskSpec, Scenario
 
@@ -122,7 +122,7 @@ def test_logit_std_is_in_a_sane_range(profile, dtype):
     inp = make_inputs(sc)
     q, (k, _) = inp.sequence_q(0), inp.sequence_kv(0)
     logits = torch.einsum("ihd,jhd->hij", q, k) * sc.scale
-    want = LOGIT_STD[profile]
+    want = PROFILES[profile].logit_std
     assert 0.7 * want < logits.std().item() < 1.4 * want
 
 
@@ -130,7 +130,7 @@ def test_logit_std_is_in_a_sane_range(profile, dtype):
 def test_sink_profiles_shift_the_sinks(profile):
     inp = make_inputs(scenario(sinks=True, input_profile=profile, heads_q=16, heads_kv=4))
     assert inp.sinks.dtype == torch.float32 and inp.sinks.shape == (16,)
-    assert abs(inp.sinks.mean().item() - SINK_OFFSET[profile]) < 2.0
+    assert abs(inp.sinks.mean().item() - PROFILES[profile].sink_offset) < 2.0
 
 
 @pytest.mark.parametrize("sc", [scenario(), EVERYTHING], ids=["plain", "everything"])
