@@ -36,6 +36,8 @@ PROBE_HEADS_KV = 2
 PROBE_GROUP = 2
 PROBE_HEAD_DIM = 32
 PROBE_ROWS = 8
+PROBE = (f"numeric checks on a probe: {PROBE_SEQUENCES} sequences spread over key counts, up to {PROBE_HEADS_KV} KV "
+         f"heads x {PROBE_GROUP} query heads, head dim {PROBE_HEAD_DIM}, {PROBE_ROWS} rows a sequence; size checks exact")
 
 # What a kernel that ignores each feature computes: the scenario without it (sinks_lse needs sinks to validate).
 WITHOUT = {
