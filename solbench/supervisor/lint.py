@@ -13,7 +13,7 @@ same scenario (regime, layout, dtype, mask, features, input profile) cut to PROB
 (spread over their key counts, the longest and the shortest included; whole, so every row sees what it sees
 in the full scenario), up to PROBE_HEADS_KV KV heads with up to PROBE_GROUP query heads each, head dims
 PROBE_HEAD_DIM, and the reference of PROBE_ROWS rows of each sequence (evenly spaced, the last included).
-About 10 s for a 182-scenario grid on one core. The input profiles set scores in logits and draw V
+About 15 s for a 182-scenario grid on two cores. The input profiles set scores in logits and draw V
 element-wise, so the probe's scores and outputs follow the full scenario's distribution at every head dim.
 """
 
@@ -32,9 +32,9 @@ SOL_FLOOR_US = 20.0
 L2_MULTIPLE = 2
 CONSTANT_STD_ATOLS = 2.0
 PROBE_SEQUENCES = 4
-PROBE_HEADS_KV = 2
+PROBE_HEADS_KV = 1
 PROBE_GROUP = 2
-PROBE_HEAD_DIM = 32
+PROBE_HEAD_DIM = 16
 PROBE_ROWS = 8
 PROBE = (f"numeric checks on a probe: {PROBE_SEQUENCES} sequences spread over key counts, up to {PROBE_HEADS_KV} KV "
          f"heads x {PROBE_GROUP} query heads, head dim {PROBE_HEAD_DIM}, {PROBE_ROWS} rows a sequence; size checks exact")
