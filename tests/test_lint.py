@@ -1,5 +1,6 @@
 """solbench lint: the shipped grids lint clean (every flag excused in the suite file, with its reason), and each
-check flags what it is for: a feature that does not bite, near-constant outputs, a small working set or roofline time."""
+check flags what it is for: a feature that does not bite, near-constant outputs, a small working set or roofline
+time."""
 
 import json
 
@@ -75,7 +76,8 @@ def test_the_probe_keeps_each_row_and_its_features():
     kept = ("regime", "kv_layout", "page_size", "window_left", "sinks", "input_profile", "dtype", "descale")
     assert all(getattr(small, f) == getattr(sc, f) for f in kept)
     prefill, rows = lint.probe(Scenario(q_lens=(3000, 5), kv_lens=(3000, 5), heads_q=2, heads_kv=2))
-    assert rows == [round(i * 2999 / (lint.PROBE_ROWS - 1)) for i in range(lint.PROBE_ROWS)] + [3000, 3001, 3002, 3003, 3004]
+    spread = [round(i * 2999 / (lint.PROBE_ROWS - 1)) for i in range(lint.PROBE_ROWS)]
+    assert rows == spread + [3000, 3001, 3002, 3003, 3004]  # the 5-row sequence whole
 
 
 def test_bad_input_is_one_line_and_its_exit_code(capsys):

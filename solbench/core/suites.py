@@ -150,7 +150,8 @@ class _SuiteFile:
 
     def lint_exception(self, entry: dict, ids: list[str], where: str) -> LintException:
         if set(entry) != {"scenarios", "checks", "reason"}:
-            self.fail(where, f"a [[lint_exception]] has exactly `scenarios`, `checks` and `reason`, got {sorted(entry)}")
+            self.fail(where, f"a [[lint_exception]] has exactly `scenarios`, `checks` and `reason`, "
+                             f"got {sorted(entry)}")
         unknown = set(entry["checks"]) - set(LINT_CHECKS)
         if unknown or not entry["checks"]:
             self.fail(where, f"checks {sorted(unknown) or '[]'}: expected some of {list(LINT_CHECKS)}")

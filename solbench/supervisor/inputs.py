@@ -27,10 +27,11 @@ class Profile:
     thousands of keys (row max ~ 3.6 std)."""
     peak_max: float = 0.0
     """> 0: outlier tokens and row-peaked attention. A few keys (PEAK_KEY_FRACTION of the K slots) carry a
-    massive channel (PEAK_CHANNEL, their norm ~3x the others', as real KV caches have), and each (query,
-    head) aligns with it by its own strength, lifting those keys' scores by U(0, peak_max): rows range
-    from flat to peaked far above the rest, which still carries a share of the mass (what skipping
-    "negligible" key blocks drops), and peaks up to ~18 overflow an fp16 exp without max-subtraction."""
+    massive channel (the last, PEAK_CHANNEL_VALUE: their norm 2-4x the others', as real KV caches have),
+    and each (query, head) aligns with it by its own strength, lifting those keys' scores by U(0, peak_max):
+    rows range from flat to peaked far above the rest, which still carries a share of the mass (what
+    skipping "negligible" key blocks drops), and peaks up to ~18 overflow an fp16 exp without
+    max-subtraction."""
     sinks_at_lse: bool = False
     """Sinks drawn on the scale of the rows' LSE (learned sinks are: a sink far below every row's LSE is a
     no-op a kernel could ignore): U(-3, 3) around the median row's log(visible keys) + logit_std^2 / 2."""

@@ -36,8 +36,9 @@ PROBE_HEADS_KV = 1
 PROBE_GROUP = 2
 PROBE_HEAD_DIM = 16
 PROBE_ROWS = 8
-PROBE = (f"numeric checks on a probe: {PROBE_SEQUENCES} sequences spread over key counts, up to {PROBE_HEADS_KV} KV "
-         f"heads x {PROBE_GROUP} query heads, head dim {PROBE_HEAD_DIM}, {PROBE_ROWS} rows a sequence; size checks exact")
+PROBE = (f"numeric checks on a probe: {PROBE_SEQUENCES} sequences spread over key counts, up to {PROBE_HEADS_KV} "
+         f"KV heads x {PROBE_GROUP} query heads, head dim {PROBE_HEAD_DIM}, {PROBE_ROWS} rows a sequence; "
+         "size checks exact")
 
 # What a kernel that ignores each feature computes: the scenario without it (sinks_lse needs sinks to validate).
 WITHOUT = {
@@ -78,7 +79,8 @@ def size_flags(sc: Scenario, spec: ArchSpec) -> list[tuple[str, str]]:
     b = bound(sc, spec)
     out = []
     if b.bytes < L2_MULTIPLE * spec.l2_bytes:
-        out.append(("working_set", f"{b.bytes / 2**20:.0f} MiB moved < {L2_MULTIPLE}x L2 ({spec.l2_bytes / 2**20:.0f} MiB)"))
+        out.append(("working_set", f"{b.bytes / 2**20:.0f} MiB moved < {L2_MULTIPLE}x L2 "
+                                   f"({spec.l2_bytes / 2**20:.0f} MiB)"))
     if b.bound_ms * 1e3 < SOL_FLOOR_US:
         out.append(("sol_time", f"SOL {b.bound_ms * 1e3:.1f} us < {SOL_FLOOR_US:g} us on {spec.name}"))
     return out
