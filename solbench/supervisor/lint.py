@@ -13,7 +13,7 @@ same scenario (regime, layout, dtype, mask, features, input profile) cut to PROB
 (spread over their key counts, the longest and the shortest included; whole, so every row sees what it sees
 in the full scenario), up to PROBE_HEADS_KV KV heads with up to PROBE_GROUP query heads each, head dims
 PROBE_HEAD_DIM, and the reference of PROBE_ROWS rows of each sequence (evenly spaced, the last included).
-About 15 s for a 182-scenario grid on two cores. The input profiles set scores in logits and draw V
+About 5 s for a 182-scenario grid on two idle cores. The input profiles set scores in logits and draw V
 element-wise, so the probe's scores and outputs follow the full scenario's distribution at every head dim.
 """
 
