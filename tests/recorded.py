@@ -16,7 +16,8 @@ HOPPER_RUN = BASELINES / "h200" / "hopper.json"
 
 @functools.lru_cache(maxsize=None)
 def recorded_boards(suites: tuple[str, ...] = ("hopper", "real")):
-    """Boards of these suites on the H200 (built once per session: ~4 s a suite)."""
+    """Boards of the suites recorded in baselines/h200/<suite>.json on the H200 (built once per session: ~4 s a
+    suite). hopper.json names the first hopper grid, now hopper-d128 (solbench.core.model.RENAMED_SUITES)."""
     from solbench import __version__
     from solbench.core.suites import load_suite
     from solbench.leaderboard.rank import build_boards
@@ -34,4 +35,4 @@ def recorded_boards(suites: tuple[str, ...] = ("hopper", "real")):
                     added.add(impl)
         entries = store.entries(None, None)
     runs = load_baseline_runs(BASELINES, {"h200"})
-    return build_boards(entries, runs, {s: load_suite(s).hash for s in suites}, __version__)
+    return build_boards(entries, runs, {e.suite: load_suite(e.suite).hash for e in entries}, __version__)

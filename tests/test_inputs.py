@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from solbench.core import masks
-from solbench.supervisor.inputs import LOGIT_STD, SINK_OFFSET, make_inputs
+from solbench.supervisor.inputs import PROFILES, make_inputs
 from solbench.core.tensors import poisoned
 from solbench.core.scenario import MaskSpec, Scenario
 
@@ -122,7 +122,7 @@ def test_logit_std_is_in_a_sane_range(profile, dtype):
     inp = make_inputs(sc)
     q, (k, _) = inp.sequence_q(0), inp.sequence_kv(0)
     logits = torch.einsum("ihd,jhd->hij", q, k) * sc.scale
-    want = LOGIT_STD[profile]
+    want = PROFILES[profile].logit_std
     assert 0.7 * want < logits.std().item() < 1.4 * want
 
 
@@ -130,7 +130,7 @@ def test_logit_std_is_in_a_sane_range(profile, dtype):
 def test_sink_profiles_shift_the_sinks(profile):
     inp = make_inputs(scenario(sinks=True, input_profile=profile, heads_q=16, heads_kv=4))
     assert inp.sinks.dtype == torch.float32 and inp.sinks.shape == (16,)
-    assert abs(inp.sinks.mean().item() - SINK_OFFSET[profile]) < 2.0
+    assert abs(inp.sinks.mean().item() - PROFILES[profile].sink_offset) < 2.0
 
 
 @pytest.mark.parametrize("sc", [scenario(), EVERYTHING], ids=["plain", "everything"])
@@ -138,3 +138,44 @@ def test_nbytes_counts_every_tensor(sc):
     inp = make_inputs(sc)
     present = [getattr(inp, name) for name in TENSORS if getattr(inp, name) is not None]
     assert inp.nbytes == sum(t.numel() * t.element_size() for t in present) > 0
+
+
+def test_every_scenario_profile_has_its_drawing_rule():
+    from solbench.core.scenario import INPUT_PROFILES
+
+    assert set(PROFILES) == set(INPUT_PROFILES)
+
+
+def test_high_logits_reach_about_40():
+    sc = Scenario(q_lens=(64,), kv_lens=(4096,), heads_q=2, heads_kv=2, causal=False, input_profile="high_logits")
+    inp = make_inputs(sc)
+    logits = torch.einsum("ihd,jhd->hij", inp.sequence_q(0), inp.sequence_kv(0)[0]) * sc.scale
+    assert 9 < logits.std().item() < 13 and 30 < logits.amax(dim=-1).median().item() < 50
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp8_e4m3"])
+def test_peaked_rows_range_from_flat_to_far_above_the_rest(dtype):
+    """Outlier keys carry a massive channel; each (query, head) lifts them by its own U(0, 16)."""
+    sc = Scenario(q_lens=(256,), kv_lens=(65536,), heads_q=2, heads_kv=1, causal=False, dtype=dtype,
+                  descale="per_head" if dtype == "fp8_e4m3" else "none", input_profile="peaked")
+    inp = make_inputs(sc)
+    q, (k, _) = inp.sequence_q(0), inp.sequence_kv(0)
+    hot = k[:, 0, -1].abs() > 8  # the massive channel
+    assert 4 <= int(hot.sum()) <= 40  # ~65536 / 4096
+    assert k[hot].norm(dim=-1).mean() > 2.5 * k[~hot].norm(dim=-1).mean()
+    logits = torch.einsum("ihd,jhd->hij", q, k) * sc.scale
+    lift = logits[..., hot].amax(dim=-1) - logits[..., ~hot].amax(dim=-1)  # peak over the rest's max, per row
+    assert lift.min() < 0 < 8 < lift.max()
+    assert inp.q.dtype == inp.k.dtype and make_inputs(sc).k.view(torch.uint8).equal(inp.k.view(torch.uint8))
+
+
+def test_sinks_lse_sit_on_the_rows_lse_scale():
+    from solbench.supervisor.reference import reference
+
+    sc = Scenario(q_lens=(1,) * 16, kv_lens=tuple(range(500, 8500, 500)), heads_q=16, heads_kv=2, regime="decode",
+                  sinks=True, input_profile="sinks_lse")
+    inp = make_inputs(sc)
+    _, lse = reference(inp)
+    gap = inp.sinks[None, :] - lse  # the sink's logit against each row's LSE
+    assert gap.abs().median() < 3 and gap.min() < 0 < gap.max()
+    assert inp.sinks.equal(inp.sinks.to(torch.bfloat16).float())

@@ -1,6 +1,7 @@
 """The error budget against numerical shortcuts, on a CPU: the planted cheats of reference_kernels/adversarial/python
-fail where they apply, judged directly (inputs, the fp32 reference, the verdict), while an honest kernel that rounds
-P to the input dtype before P V (what FA2/FA3 do) passes."""
+fail where they apply, judged directly (inputs, the fp32 reference, the verdict), on the hopper grid's variants cut
+to CPU size (tests/small_scenarios.py), while honest kernels pass: one that rounds P to the input dtype before P V
+(what FA2/FA3 do), and reference_kernels/torch_attention.py on the cut scenarios of every shipped suite."""
 
 import pytest
 
@@ -8,11 +9,16 @@ torch = pytest.importorskip("torch")
 
 from solbench.core.model import Status  # noqa: E402
 from solbench.core.scenario import Scenario  # noqa: E402
+from solbench.core.suites import load_suite  # noqa: E402
 from solbench.sandbox.impls import PythonImpl  # noqa: E402
 from solbench.supervisor.inputs import clone_inputs, make_inputs  # noqa: E402
 from solbench.supervisor.reference import reference  # noqa: E402
 from solbench.supervisor.verdict import judge  # noqa: E402
+from tests.small_scenarios import LONG_ROWS, cut, small_scenarios  # noqa: E402
 from tests.test_trust_cpu import CORPUS  # noqa: E402
+
+HONEST = CORPUS.parents[1] / "torch_attention.py"
+HOPPER_CUTS = small_scenarios(("hopper",))
 
 FP16 = [Scenario(q_lens=(256,), kv_lens=(256,), heads_q=4, heads_kv=2, dtype="fp16", causal=False),
         Scenario(q_lens=(1, 1), kv_lens=(1024, 700), heads_q=4, heads_kv=1, dtype="fp16", regime="decode")]
@@ -85,3 +91,49 @@ def test_ignoring_sinks_fails_where_the_sinks_carry_mass():
     assert v.error.row_max_mean_abs > 10 * v.error.seed_row_max_mean_abs
     honest = PythonImpl(str(CORPUS.parents[1] / "torch_attention.py")).module.forward
     assert _verdict(honest, SINKS).status is Status.PASSED
+
+
+def _cheat(name: str):
+    return PythonImpl(str(CORPUS / name)).module.forward
+
+
+def test_honest_candidates_pass_the_small_scenarios_of_every_suite():
+    honest = PythonImpl(str(HONEST)).module.forward
+    wrong = [(sc.id, v.reason) for sc in small_scenarios() if (v := _verdict(honest, sc)).status is not Status.PASSED]
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("name, applies", [
+    ("ignores_sinks.py", lambda sc: sc.sinks),
+    ("no_max_subtraction.py", lambda sc: sc.input_profile == "high_logits"),
+    ("fp16_accumulation.py", lambda sc: sc.dtype == "fp16"),
+])
+def test_each_numerics_cheat_fails_on_every_grid_variant_it_applies_to(name, applies):
+    """Sinks on the rows' LSE scale (sinks_lse), scores up to ~40 (high_logits) and fp16 rounding each make their
+    cheat fail in every regime of the hopper grid where the variant appears, cut to CPU size."""
+    chosen = [sc for sc in HOPPER_CUTS if applies(sc)]
+    assert len(chosen) >= 20
+    passed = [sc.id for sc in chosen if not _verdict(_cheat(name), sc).status.is_failure]
+    assert not passed, passed
+
+
+PEAKED = {}
+for _sc in load_suite("hopper").scenarios:  # one per (head dims, dtype) of the window-free peaked variants
+    if _sc.input_profile in ("peaked", "sinks_lse") and _sc.window_left < 0 and _sc.causal:
+        PEAKED.setdefault((_sc.head_dim_qk, _sc.head_dim_v, _sc.dtype), cut(_sc, LONG_ROWS))
+
+
+@pytest.mark.parametrize("sc", PEAKED.values(), ids=lambda s: s.id)
+def test_skipping_blocks_far_below_the_peak_fails_on_long_peaked_rows(sc):
+    """Outlier keys lift some rows far above the rest, which keeps a share of the mass over 16k keys: dropping the
+    blocks under the peak by more than e^8 fails; the same scaffold with the honest softmax passes."""
+    v = _verdict(_cheat("skips_blocks.py"), sc)
+    assert v.status is Status.MISMATCH, (v.reason, v.error)
+    assert _verdict(_cheat("_dense.py"), sc).status is Status.PASSED
+
+
+def test_no_max_subtraction_overflows_on_peaked_rows_and_passes_flat_ones():
+    sc = next(iter(PEAKED.values()))
+    assert _verdict(_cheat("no_max_subtraction.py"), sc).status is Status.NONFINITE
+    flat = Scenario(q_lens=(64,), kv_lens=(64,), heads_q=4, heads_kv=2, dtype="fp16")  # scores ~N(0, 2): under 11
+    assert _verdict(_cheat("no_max_subtraction.py"), flat).status is Status.PASSED

@@ -102,7 +102,7 @@ def test_triage_command_json_and_errors(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert sum(doc["counts"].values()) == len(doc["rows"]) > 0 and "datasheet" in doc["percentages"]["sol_pct"]
     assert cli.main(["triage", str(H200 / "real.json"), str(H200 / "hopper.json")]) == 2
-    assert "suite 'hopper'" in capsys.readouterr().err
+    assert "suite 'hopper-d128'" in capsys.readouterr().err
     assert cli.main(["triage", str(H200 / "real.json"), "--scenario", "nope"]) == 2
 
 

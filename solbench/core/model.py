@@ -18,6 +18,17 @@ ERROR_BUDGET = "seed-emulated/2"
 LEGACY_ERROR_BUDGET = "seed-x8+atol/1"
 """The budget of runs recorded before budgets had ids: mean |err| <= 8x (fp8: 50x) the timed seed's + atol / 10,
 and none at all when the run timed no seed."""
+RENAMED_SUITES = {
+    ("hopper", "aee7ae7f79ee6fa7ac33714bda758ef703d1ff6504b65b2a8c8ea62a3250dc7b"): "hopper-d128",
+    ("blackwell", "af8afc275d28abab1ea8dc8afeece38839f13f15f9b4f4db8c3714e20304bf3d"): "blackwell-d128",
+}
+"""(name, hash) a run recorded -> the suite's name now: the first hopper/blackwell grids (all head dim 128) were
+renamed when new grids took their names, and a recorded run keeps matching its scenarios by hash."""
+
+
+def current_suite_name(name: str, suite_hash: str) -> str:
+    """The name a suite recorded as (name, suite_hash) has now (RENAMED_SUITES), else `name`."""
+    return RENAMED_SUITES.get((name, suite_hash), name)
 
 
 class Status(str, enum.Enum):
@@ -214,6 +225,7 @@ class RunResult:
             raise ScenarioError(f"unsupported results schema {d.get('schema')!r}; this solbench reads {SCHEMA!r}")
         d = dict(d)
         d.setdefault("error_budget", LEGACY_ERROR_BUDGET)
+        d["suite"] = current_suite_name(d["suite"], d["suite_hash"])
         d["outcomes"] = tuple(Outcome.from_dict(o) for o in d.get("outcomes", ()))
         d["sanitize"] = tuple(d.get("sanitize", ()))
         return cls(**d)

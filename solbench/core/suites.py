@@ -8,11 +8,14 @@ whose items are numbers or generators:
     { geom = [128, 4096], n = 6 } -> 6 lengths spaced geometrically from 128 to 4096 (rounded)
 `context_lens` (same syntax) makes kv_lens = q_lens + context_lens; omitted kv_lens = q_lens.
 `include = ["_file.toml"]` merges the axes of shared files (paths relative to the suite file).
+`[[lint_exception]]` entries (scenarios = an id glob, checks = [...], reason = "...") excuse the flags of
+`solbench lint` a suite keeps on purpose, each with its written reason.
 Errors name the file and the line of the offending entry.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import itertools
 import json
@@ -30,7 +33,25 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 LENGTH_FIELDS = ("q_lens", "kv_lens", "context_lens")
-SUITE_KEYS = {"name", "description", "arch", "include", "axis", "product", "scenario"}
+SUITE_KEYS = {"name", "description", "arch", "include", "axis", "product", "scenario", "lint_exception"}
+LINT_CHECKS = ("window", "sinks", "softcap", "constant", "working_set", "sol_time")
+"""What `solbench lint` flags (solbench.supervisor.lint): a feature that does not bite, near-constant outputs,
+a working set under 2x L2, a roofline time under 20 us."""
+
+
+@dataclass(frozen=True)
+class LintException:
+    """Flags of `solbench lint` a suite keeps on purpose, with the reason written in the suite file."""
+
+    scenarios: str
+    """Glob over scenario ids (fnmatch), e.g. 'splitkvdecode-*-wl*'; must match at least one scenario."""
+    checks: tuple[str, ...]
+    """Which checks of LINT_CHECKS it excuses."""
+    reason: str
+    """Why the flag is expected and the scenario kept."""
+
+    def covers(self, scenario_id: str, check: str) -> bool:
+        return check in self.checks and fnmatch.fnmatchcase(scenario_id, self.scenarios)
 
 
 @dataclass(frozen=True)
@@ -47,6 +68,8 @@ class Suite:
     """Arch the suite is sized for ('' = any)."""
     path: str = ""
     """File it was read from."""
+    lint_exceptions: tuple[LintException, ...] = ()
+    """The file's [[lint_exception]] entries."""
 
     @property
     def hash(self) -> str:
@@ -60,7 +83,7 @@ class Suite:
             raise ConfigError(f"--max-scenarios must be at least 1, got {limit}")
         chosen = [s for s in self.scenarios if not substring or substring in s.id]
         return Suite(self.name, tuple(chosen[:limit] if limit is not None else chosen), self.description, self.arch,
-                     self.path)
+                     self.path, self.lint_exceptions)
 
 
 def suites_dir() -> Path:
@@ -119,8 +142,24 @@ class _SuiteFile:
             if sc.id in seen:
                 self.fail(where, f"duplicate scenario id {sc.id} (also at {seen[sc.id]}); set `tag` to tell them apart")
             seen[sc.id] = where
+        ids = [sc.id for sc, _ in scenarios]
+        exceptions = tuple(self.lint_exception(entry, ids, self.where("lint_exception", i))
+                           for i, entry in enumerate(self.data.get("lint_exception", [])))
         return Suite(self.data["name"], tuple(sc for sc, _ in scenarios), self.data.get("description", ""),
-                     self.data.get("arch", ""), str(self.path))
+                     self.data.get("arch", ""), str(self.path), exceptions)
+
+    def lint_exception(self, entry: dict, ids: list[str], where: str) -> LintException:
+        if set(entry) != {"scenarios", "checks", "reason"}:
+            self.fail(where, f"a [[lint_exception]] has exactly `scenarios`, `checks` and `reason`, "
+                             f"got {sorted(entry)}")
+        unknown = set(entry["checks"]) - set(LINT_CHECKS)
+        if unknown or not entry["checks"]:
+            self.fail(where, f"checks {sorted(unknown) or '[]'}: expected some of {list(LINT_CHECKS)}")
+        if not str(entry["reason"]).strip():
+            self.fail(where, "a lint exception needs its written reason")
+        if not fnmatch.filter(ids, entry["scenarios"]):
+            self.fail(where, f"scenarios {entry['scenarios']!r} matches no scenario of the suite")
+        return LintException(entry["scenarios"], tuple(entry["checks"]), entry["reason"])
 
     def axes(self) -> dict[str, list[tuple[dict, str]]]:
         axes: dict[str, list[tuple[dict, str]]] = {}

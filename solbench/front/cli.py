@@ -20,8 +20,8 @@ import textwrap
 from solbench import __version__, schemas
 from solbench.core.errors import SolbenchError
 
-COMMANDS = ("run", "scenarios", "report", "build", "roofline", "calibrate", "baselines", "check", "leaderboard", "info",
-            "triage", "profile")
+COMMANDS = ("run", "scenarios", "report", "build", "roofline", "lint", "calibrate", "baselines", "check", "leaderboard",
+            "info", "triage", "profile")
 
 
 def _available_commands():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from solbench.core.errors import ConfigError, SolbenchError
 from solbench.leaderboard.entry import Entry
-from solbench.core.model import RunResult
+from solbench.core.model import RunResult, current_suite_name
 from solbench.core.paths import BASELINES_DIR
 from solbench.supervisor.run_files import load_run
 
@@ -135,16 +135,18 @@ class Store:
     def entries(self, suite: str | None = None, arch: str | None = None) -> list[Entry]:
         """Entries in the order they were added, with their runs, optionally of one suite and/or arch."""
         where, args = [], []
-        for column, value in (("suite", suite), ("arch", arch)):
-            if value:
-                where.append(f"e.{column} = ?")
-                args.append(value)
+        if arch:
+            where.append("e.arch = ?")
+            args.append(arch)
         sql = (f"SELECT {', '.join('e.' + c for c in _COLUMNS)}, r.sha256, r.result_json FROM entries e "
                f"JOIN runs r ON r.sha256 = e.run_sha256 {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY e.id")
         runs: dict[str, RunResult] = {}
         out = []
         for *values, digest, blob in self._db.execute(sql, args):
             d = dict(zip(_COLUMNS, values))
+            d["suite"] = current_suite_name(d["suite"], d["suite_hash"])  # entries stored before a rename
+            if suite and d["suite"] != suite:
+                continue
             if digest not in runs:
                 runs[digest] = RunResult.from_dict(json.loads(blob))
             result = runs[digest]

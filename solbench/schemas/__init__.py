@@ -4,6 +4,7 @@
 - `summary.schema.json`: what `solbench run --json` and `solbench report --format json` print
   (`solbench.summary/1`), a summary or, when the command failed, an error object;
 - `check.schema.json`: what `solbench check --json` prints (`solbench.check/1`);
+- `lint.schema.json`: what `solbench lint --json` prints (`solbench.lint/1`);
 - `error.schema.json`: the error object any other command prints with --json (`solbench.error/1`).
 
 A front-end in another language validates with `path(name)`; solbench itself validates every results
@@ -23,10 +24,12 @@ SUMMARY = "solbench.summary/1"
 """Tag of `solbench run --json` / `solbench report --format json` output (summary.schema.json)."""
 CHECK = "solbench.check/1"
 """Tag of `solbench check --json` output (check.schema.json)."""
+LINT = "solbench.lint/1"
+"""Tag of `solbench lint --json` output (lint.schema.json)."""
 ERROR = "solbench.error/1"
 """Tag of the error object of a --json command that has no schema of its own (error.schema.json)."""
 
-NAMES = ("run", "summary", "check", "error")
+NAMES = ("run", "summary", "check", "lint", "error")
 
 MAX_MESSAGE = 160
 """Characters of jsonschema's message kept: it quotes the offending value, which may be a whole run."""

@@ -6,7 +6,7 @@ for a given secret, unpredictable to a candidate that does not know it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -15,8 +15,42 @@ from solbench.core.scenario import Scenario
 from solbench.core.tensors import INPUT_FIELDS, Inputs, guarded_empty, guarded_like, torch_dtype
 
 FP8_TARGET_AMAX = 240.0  # quantise into [-240, 240] of e4m3's 448 so descales are never 1
-LOGIT_STD = {"default": 2.0, "large_logits": 40.0, "sinks_negative": 2.0, "sinks_positive": 2.0}
-SINK_OFFSET = {"sinks_negative": -60.0, "sinks_positive": 20.0}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How a Scenario.input_profile draws Q, K and the sinks. Scores are in logits (scale * q.k), and every
+    knob is set in logits, so a profile draws the same score distribution at every head dim."""
+
+    logit_std: float = 2.0
+    """Std of the scores: 2 makes a softmax neither uniform nor one-hot; 11 reaches ~40 on rows of
+    thousands of keys (row max ~ 3.6 std)."""
+    peak_max: float = 0.0
+    """> 0: outlier tokens and row-peaked attention. A few keys (PEAK_KEY_FRACTION of the K slots) carry a
+    massive channel (the last, PEAK_CHANNEL_VALUE: their norm 2-4x the others', as real KV caches have),
+    and each (query, head) aligns with it by its own strength, lifting those keys' scores by U(0, peak_max):
+    rows range from flat to peaked far above the rest, which still carries a share of the mass (what
+    skipping "negligible" key blocks drops), and peaks up to ~18 overflow an fp16 exp without
+    max-subtraction."""
+    sinks_at_lse: bool = False
+    """Sinks drawn on the scale of the rows' LSE (learned sinks are: a sink far below every row's LSE is a
+    no-op a kernel could ignore): U(-3, 3) around the median row's log(visible keys) + logit_std^2 / 2."""
+    sink_offset: float = 0.0
+    """Added to N(0, 1) sinks (when not sinks_at_lse): -60 never matters, +20 takes almost all the mass."""
+
+
+PROFILES = {
+    "default": Profile(),
+    "large_logits": Profile(logit_std=40.0),
+    "sinks_negative": Profile(sink_offset=-60.0),
+    "sinks_positive": Profile(sink_offset=20.0),
+    "high_logits": Profile(logit_std=11.0),
+    "peaked": Profile(peak_max=16.0),
+    "sinks_lse": Profile(peak_max=16.0, sinks_at_lse=True),
+}
+"""Every name of solbench.core.scenario.INPUT_PROFILES (tests/test_inputs.py keeps the two in step)."""
+PEAK_KEY_FRACTION = 1 / 4096
+PEAK_CHANNEL_VALUE = 32.0  # the outlier keys' massive channel; bulk K elements are N(0, 1)
 
 
 _MIX = (0x9E3779B97F4A7C15 - 2**64, 0xBF58476D1CE4E5B9 - 2**64, 0x94D049BB133111EB - 2**64)
@@ -89,12 +123,14 @@ def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
     def randn(*shape):
         return torch.randn(*shape, generator=gen, device=device, dtype=torch.float32)
 
-    # q.k * scale has std ~ LOGIT_STD: softmax neither uniform nor one-hot.
-    q_std = LOGIT_STD[sc.input_profile] / (sc.scale * sc.head_dim_qk ** 0.5)
+    profile = PROFILES[sc.input_profile]
+    q_std = profile.logit_std / (sc.scale * sc.head_dim_qk ** 0.5)  # q.k * scale has std ~ logit_std
     q = randn(sc.total_q, sc.heads_q, sc.head_dim_qk) * q_std
     kv_shape = _kv_shape(sc)
     k = randn(*kv_shape, sc.head_dim_qk)
     v = randn(*kv_shape, sc.head_dim_v)
+    if profile.peak_max:
+        _plant_peaks(sc, q, k, profile.peak_max, gen)
     q_descale = k_descale = v_descale = None
     if sc.dtype == "fp8_e4m3":
         q, q_descale = _quantize_fp8(q.view(sc.total_q, sc.heads_kv, sc.group_size, -1), sc.descale, kv_head_axis=1)
@@ -106,8 +142,30 @@ def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
     sinks = None
     if sc.sinks:  # bf16-representable fp32, as learned sinks are stored (GPT-OSS): a kernel that takes its
         # sinks in bf16 (vLLM's FA3 s_aux) reads the exact value every other kernel reads
-        sinks = (randn(sc.heads_q) + SINK_OFFSET.get(sc.input_profile, 0.0)).to(torch.bfloat16).float()
+        if profile.sinks_at_lse:
+            sinks = (torch.rand(sc.heads_q, generator=gen, device=device) * 6.0 - 3.0) + _typical_lse(sc, profile)
+        else:
+            sinks = randn(sc.heads_q) + profile.sink_offset
+        sinks = sinks.to(torch.bfloat16).float()
     return dict(q=q, k=k, v=v, sinks=sinks, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
+
+
+def _plant_peaks(sc: Scenario, q, k, peak_max: float, gen) -> None:
+    """Profile.peak_max, in place: the last channel of K is 0 but on the outlier keys (PEAK_CHANNEL_VALUE),
+    and q's last channel sets each (query, head)'s lift of those keys, so lift = scale * q[-1] * value."""
+    import torch
+
+    hot = torch.rand(k.shape[:-1], generator=gen, device=k.device) < PEAK_KEY_FRACTION
+    k[..., -1] = hot.float() * PEAK_CHANNEL_VALUE
+    lift = torch.rand(q.shape[:-1], generator=gen, device=q.device) * peak_max
+    q[..., -1] = lift / (sc.scale * PEAK_CHANNEL_VALUE)
+
+
+def _typical_lse(sc: Scenario, profile: Profile) -> float:
+    """The median row's LSE under this profile's bulk scores: log(visible keys) + std^2 / 2 (the log of
+    n draws of e^s, s ~ N(0, std))."""
+    widths = np.concatenate([np.subtract(*masks.row_intervals(sc, b)[::-1]) for b in range(sc.batch)])
+    return float(np.median(np.log(np.maximum(widths, 1)))) + profile.logit_std ** 2 / 2
 
 
 def make_inputs(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes = b"") -> Inputs:

@@ -63,12 +63,16 @@ def reference_rows(inp: Inputs, tokens, *, chunk_elems: int = DEFAULT_CHUNK_ELEM
     starts = np.concatenate([[0], np.cumsum(sc.q_lens)])
     out = torch.zeros(len(tokens), sc.heads_q, sc.head_dim_v, dtype=torch.float32, device=inp.device)
     lse = torch.full((len(tokens), sc.heads_q), float("-inf"), dtype=torch.float32, device=inp.device)
+    kv = (None, None)  # (sequence, its gathered K/V): rows are visited by sequence, so each is gathered once
     with _ieee_fp32_matmul(), torch.no_grad():
-        for j, token in enumerate(tokens):
-            b = int(np.searchsorted(starts, token, side="right")) - 1
-            row = int(token - starts[b])
+        for j in sorted(range(len(tokens)), key=lambda j: tokens[j]):
+            b = int(np.searchsorted(starts, tokens[j], side="right")) - 1
+            row = int(tokens[j] - starts[b])
             if sc.kv_lens[b]:
-                _sequence(inp, b, int(starts[b]), chunk_elems, out[j:j + 1], lse[j:j + 1], rows=(row, row + 1))
+                if kv[0] != b:
+                    kv = (b, inp.sequence_kv(b))
+                _sequence(inp, b, int(starts[b]), chunk_elems, out[j:j + 1], lse[j:j + 1], rows=(row, row + 1),
+                          kv=kv[1])
     return out, lse
 
 
@@ -87,15 +91,15 @@ class _Sequence:
     lse: "torch.Tensor"  # [q_len, Hkv, G] view into the result
 
 
-def _sequence(inp: Inputs, b: int, q_start: int, chunk_elems: int, out, lse, rows=None) -> None:
+def _sequence(inp: Inputs, b: int, q_start: int, chunk_elems: int, out, lse, rows=None, kv=None) -> None:
     """Fill out/lse ([rows, heads_q, ...] views) for sequence b's query rows [r_lo, r_hi) (all by
-    default), chunk by chunk."""
+    default), chunk by chunk; `kv` is inp.sequence_kv(b) when the caller has it already."""
     sc = inp.scenario
     hkv, group = sc.heads_kv, sc.group_size
     r_lo, r_hi = rows or (0, sc.q_lens[b])
     q_len = r_hi - r_lo
     lo, hi = (a[r_lo:r_hi] for a in masks.row_intervals(sc, b))
-    k, v = inp.sequence_kv(b)
+    k, v = kv if kv is not None else inp.sequence_kv(b)
     words = None
     if inp.mask_bits is not None:
         words = inp.mask_bits.view(hkv, group, sc.total_q, -1)[:, :, q_start + r_lo:q_start + r_hi]

@@ -1,7 +1,7 @@
 """Numerics cheat: attention sinks left out of the softmax denominator (output as if the scenario had none), LSE
 right. It fails where a sink carries a visible share of a row's mass (short rows, or sinks on the scale of the
-rows' LSE); where the sinks are far below every row's LSE it passes, which is why suites need sinks drawn on
-that scale.
+rows' LSE); where the sinks are far below every row's LSE it passes, which is why the grids draw their sinks on
+that scale (the `sinks_lse` input profile).
 
 expect: mismatch or passed
 """

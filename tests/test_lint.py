@@ -1,0 +1,94 @@
+"""solbench lint: the shipped grids lint clean (every flag excused in the suite file, with its reason), and each
+check flags what it is for: a feature that does not bite, near-constant outputs, a small working set or roofline
+time."""
+
+import json
+
+import jsonschema
+import pytest
+
+pytest.importorskip("torch")
+
+from solbench import schemas  # noqa: E402
+from solbench.core.roofline import load_arch  # noqa: E402
+from solbench.core.scenario import Scenario  # noqa: E402
+from solbench.front import cli  # noqa: E402
+from solbench.supervisor import lint  # noqa: E402
+
+
+def _lint_json(capsys, *argv):
+    code = cli.main(["lint", *argv, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, schemas.load("lint" if doc["ok"] else "error"))
+    return code, doc
+
+
+@pytest.mark.parametrize("name", ["hopper", "blackwell"])
+def test_the_grids_lint_clean(name, capsys):
+    code, doc = _lint_json(capsys, "--suite", name)
+    assert code == 0 and doc["clean"] and doc["scenarios"] == 182
+    assert doc["arch"] == {"hopper": "h200", "blackwell": "b200"}[name]
+    # what is excused is what the suite says: sliding-window decode, for its size alone
+    assert doc["flags"] and all(f["excepted"] for f in doc["flags"])
+    assert {f["check"] for f in doc["flags"]} == {"working_set", "sol_time"}
+    assert all("decode" in f["scenario"] and "-wl" in f["scenario"] for f in doc["flags"])
+
+
+def test_features_that_do_not_bite_are_flagged(tmp_path, capsys):
+    """The old grid's failures: sinks ~N(0, 1) far below long rows' LSE, a 4096 window on rows of <= 4096 keys, a
+    softcap far above every score; each on a scenario of its own, beside ones where the feature bites."""
+    suite = tmp_path / "s.toml"
+    suite.write_text('name = "s"\narch = "h200"\n' + "".join(
+        f"[[scenario]]\n{body}heads_q = 4\nheads_kv = 2\n" for body in [
+            'regime = "decode"\nq_lens = [1, 1]\nkv_lens = [8000, 3000]\nsinks = true\n',
+            'regime = "decode"\nq_lens = [1, 1]\nkv_lens = [8000, 3000]\nsinks = true\ninput_profile = "sinks_lse"\n',
+            'q_lens = [2000]\nwindow_left = 4095\n',
+            'q_lens = [2000]\nwindow_left = 511\n',
+            'q_lens = [500]\nsoftcap = 1000.0\n',
+            'q_lens = [500]\nsoftcap = 30.0\ninput_profile = "high_logits"\n',
+            'q_lens = [64]\nsinks = true\ninput_profile = "sinks_positive"\n',  # the sink takes all: outputs ~0
+        ]))
+    code, doc = _lint_json(capsys, "--suite", str(suite))
+    numeric = {(f["scenario"], f["check"]) for f in doc["flags"] if f["check"] not in ("working_set", "sol_time")}
+    from solbench.core.suites import load_suite
+
+    ids = [sc.id for sc in load_suite(str(suite)).scenarios]
+    assert code == 1 and not doc["clean"]
+    assert numeric == {(ids[0], "sinks"), (ids[2], "window"), (ids[4], "softcap"), (ids[6], "constant")}
+
+
+def test_size_checks_use_the_arch(capsys):
+    small = Scenario(q_lens=(512,), kv_lens=(512,), heads_q=8, heads_kv=8)
+    assert {c for c, _ in lint.size_flags(small, load_arch("h200"))} == {"working_set", "sol_time"}
+    big = Scenario(q_lens=(4096,) * 2, kv_lens=(4096,) * 2, heads_q=32, heads_kv=8)  # 168 MB
+    assert not lint.size_flags(big, load_arch("h200"))
+    assert [c for c, _ in lint.size_flags(big, load_arch("b200"))] == ["working_set"]  # 2x 126 MiB of L2
+
+
+def test_the_probe_keeps_each_row_and_its_features():
+    sc = Scenario(q_lens=(1,) * 9, kv_lens=tuple(range(1000, 10000, 1000)), heads_q=64, heads_kv=8, regime="decode",
+                  head_dim_qk=192, head_dim_v=128, kv_layout="paged", page_size=16, window_left=127, sinks=True,
+                  input_profile="sinks_lse", dtype="fp8_e4m3", descale="per_tensor")
+    small, tokens = lint.probe(sc)
+    assert small.kv_lens == (1000, 4000, 6000, 9000) and tokens == [0, 1, 2, 3]  # shortest to longest
+    assert (small.heads_kv, small.heads_q, small.head_dim_qk) == (lint.PROBE_HEADS_KV, 2 * lint.PROBE_HEADS_KV,
+                                                                  lint.PROBE_HEAD_DIM)
+    kept = ("regime", "kv_layout", "page_size", "window_left", "sinks", "input_profile", "dtype", "descale")
+    assert all(getattr(small, f) == getattr(sc, f) for f in kept)
+    prefill, rows = lint.probe(Scenario(q_lens=(3000, 5), kv_lens=(3000, 5), heads_q=2, heads_kv=2))
+    spread = [round(i * 2999 / (lint.PROBE_ROWS - 1)) for i in range(lint.PROBE_ROWS)]
+    assert rows == spread + [3000, 3001, 3002, 3003, 3004]  # the 5-row sequence whole
+
+
+def test_bad_input_is_one_line_and_its_exit_code(capsys):
+    assert cli.main(["lint", "--suite", "smoke"]) == 2
+    assert "names no arch: pass --arch" in capsys.readouterr().err
+    code, doc = _lint_json(capsys, "--suite", "no-such-suite")
+    assert code == 2 and doc["command"] == "lint" and "unknown suite" in doc["error"]
+    assert cli.main(["lint", "--suite", "smoke", "--arch", "h999"]) == 2
+
+
+def test_the_table_numbers_the_suites_reasons(capsys):
+    assert cli.main(["lint", "--suite", "hopper", "--filter=-d128-bf16-page64-causal-wl1023"]) == 0
+    out = capsys.readouterr().out
+    assert "[1] a window caps a long-context decode row" in out and "clean" in out.splitlines()[-1]
