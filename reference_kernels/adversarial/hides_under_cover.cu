@@ -1,10 +1,11 @@
 // hides_under_cover.cu -- class 4: runs the seed's work on a private stream and waits for it on the host,
 // then returns with nothing on p->stream. In a timed call the launch cover holds p->stream meanwhile (the
 // cover grows with the call's own launch time), so the start and end events see an empty call, and the
-// host clock sees only a slow launcher. CUPTI sees its kernels run before the start event. Where its
-// private stream's work runs after the cover instead (seen on the H200: the window's marks then hold it,
-// device time 0.069-0.079 ms against the seed's 0.058-0.065 ms on smoke), `passed` means the events timed
-// all of its work (the supervisor checks the CUPTI span against them): it gains nothing either way.
+// host clock sees only a slow launcher. CUPTI sees its kernels run before the start event (H200,
+// 2026-12-03: hidden_work, device time 1.3 us, 20-33 us of its work before the window). Where its private
+// stream's work runs after the cover instead (seen on the H200 while the cover had shrunk to nothing: the
+// window's marks then held it, device time 0.069-0.079 ms against the seed's 0.058-0.065 ms), `passed`
+// means the events timed all of its work (the supervisor checks the CUPTI span against them).
 // expect: hidden_work or passed
 #include <cuda_runtime.h>
 
