@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
+import tempfile
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _RULESET_VERSION = 1 << 0
@@ -80,3 +82,19 @@ def confine(writable: list[str]) -> str:
         os.close(ruleset)
     signals = "no signals outside it" if scoped else "signals not scoped (Landlock ABI < 6)"
     return f"confined (Landlock ABI {abi}): writes only beneath {', '.join(writable)}; no ptrace, {signals}"
+
+
+CACHE_VARIABLES = ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME")
+"""Where a confined candidate's libraries keep their files (compiled kernels, temporary files): its scratch
+folder, the one place it may write."""
+
+
+def scratch_dir(spec) -> str | None:
+    """A fresh private folder for the candidate's process to write in; None for the trusted implementations,
+    which are not confined."""
+    return tempfile.mkdtemp(prefix="solbench-candidate-") if spec.name == "candidate" else None
+
+
+def remove_scratch(path: str | None) -> None:
+    if path:
+        shutil.rmtree(path, ignore_errors=True)

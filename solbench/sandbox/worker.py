@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
 import tempfile
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir
 from solbench.sandbox.impls import ImplSpec
 from solbench.core.policy import TimingPolicy
 
@@ -176,22 +176,6 @@ class Worker:
         except OSError:
             return ""
         return (": " + " | ".join(tail)) if tail else ""
-
-
-CACHE_VARIABLES = ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME")
-"""Where a confined candidate's libraries keep their files (compiled kernels, temporary files): its scratch
-folder, the one place it may write."""
-
-
-def scratch_dir(spec: ImplSpec) -> str | None:
-    """A fresh private folder for the candidate's process to write in (None for the trusted implementations,
-    which are not confined)."""
-    return tempfile.mkdtemp(prefix="solbench-candidate-") if spec.name == "candidate" else None
-
-
-def remove_scratch(path: str | None) -> None:
-    if path:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _kill_group(proc) -> None:

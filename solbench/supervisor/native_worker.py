@@ -24,7 +24,8 @@ from pathlib import Path
 from solbench.core.policy import TimingPolicy
 from solbench.sandbox.impls import ImplSpec
 from solbench.sandbox.timing import HOST_GAP, gap_in_batch, host_gap
-from solbench.sandbox.worker import CACHE_VARIABLES, WorkerFailure, _describe_exit, remove_scratch, scratch_dir
+from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir
+from solbench.sandbox.worker import WorkerFailure, _describe_exit
 
 WORK_OUTSIDE_EVENTS = "work_outside_events"
 """Flag: CUPTI saw the call's own kernels or copies (any stream) run outside its start/end events, or land

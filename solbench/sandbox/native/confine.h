@@ -2,8 +2,6 @@
 // so a CPU test can compile and try it without a GPU: tests/test_native_runner.py).
 #pragma once
 #include <cerrno>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <string>
@@ -12,14 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
-static std::string confine_format(const char* fmt, ...) {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return buf;
-}
+#include "format.h"
 
 // The rules of solbench/sandbox/confine.py: after this, the process and all it starts write only beneath
 // `writable`, ptrace nothing outside, and (Landlock ABI >= 6) signal nothing outside. Returns what was
@@ -34,23 +25,23 @@ static std::string confine(const std::vector<std::string>& writable) {
     struct { unsigned long long fs, net, scoped; } attr = {write, 0, abi >= 6 ? 1ull << 1 : 0};  // SCOPE_SIGNAL
     size_t size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
     int ruleset = (int)syscall(444, &attr, size, 0u);
-    if (ruleset < 0) return confine_format("not confined: landlock_create_ruleset: %s", strerror(errno));
+    if (ruleset < 0) return format("not confined: landlock_create_ruleset: %s", strerror(errno));
     std::string why;
     for (auto& dir : writable) {
         int fd = open(dir.c_str(), O_PATH | O_CLOEXEC);
         struct __attribute__((packed)) { unsigned long long allowed; int parent_fd; } rule = {write, fd};
         if (fd < 0 || syscall(445, ruleset, 1, &rule, 0u))
-            why = confine_format("landlock_add_rule %s: %s", dir.c_str(), strerror(errno));
+            why = format("landlock_add_rule %s: %s", dir.c_str(), strerror(errno));
         if (fd >= 0) close(fd);
         if (!why.empty()) break;
     }
     if (why.empty() && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) why = "prctl(PR_SET_NO_NEW_PRIVS) refused";
-    if (why.empty() && syscall(446, ruleset, 0u)) why = confine_format("landlock_restrict_self: %s", strerror(errno));
+    if (why.empty() && syscall(446, ruleset, 0u)) why = format("landlock_restrict_self: %s", strerror(errno));
     close(ruleset);
     if (!why.empty()) return "not confined: " + why;
     std::string dirs;
     for (auto& dir : writable) dirs += (dirs.empty() ? "" : ", ") + dir;
-    return confine_format("confined (Landlock ABI %ld): writes only beneath %s; no ptrace, %s", abi, dirs.c_str(),
+    return format("confined (Landlock ABI %ld): writes only beneath %s; no ptrace, %s", abi, dirs.c_str(),
                   abi >= 6 ? "no signals outside it" : "signals not scoped (Landlock ABI < 6)");
 }
 

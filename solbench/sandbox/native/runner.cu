@@ -37,7 +37,9 @@
 #include <string>
 #include <vector>
 
+#include "confine.h"  // confine(): Landlock before the candidate loads
 #include "cupti_lite.h"
+#include "format.h"
 #include "solbench_attention.h"
 
 // ------------------------------------------------------------------ the runner's own kernels
@@ -118,15 +120,6 @@ static std::string json_list(const std::vector<double>& xs) {
     std::string out = "[";
     for (size_t i = 0; i < xs.size(); ++i) out += (i ? "," : "") + json_num(xs[i]);
     return out + "]";
-}
-
-static std::string format(const char* fmt, ...) {
-    char b[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    return b;
 }
 
 // A CUDA error after the candidate ran: the context may be poisoned, so report and leave (the supervisor
@@ -355,8 +348,6 @@ static std::vector<KernelRecord> cupti_take() {
     out.swap(g_cupti.records);
     return out;
 }
-
-#include "confine.h"  // confine(): Landlock before the candidate loads
 
 // ------------------------------------------------------------------ the candidate
 
