@@ -1,5 +1,5 @@
 """The committed H200 records as test inputs: the hopper run of the seed with six libraries
-(baselines/h200/hopper.json) and leaderboard boards built from the recorded runs the way
+(baselines/h200/hopper-d128.json) and leaderboard boards built from the recorded runs the way
 benchmarks/build_leaderboard.sh builds the shipped page (the seed and every library as entries)."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = ROOT / "baselines"
-HOPPER_RUN = BASELINES / "h200" / "hopper.json"
+HOPPER_RUN = BASELINES / "h200" / "hopper-d128.json"
 
 
 @functools.lru_cache(maxsize=None)
-def recorded_boards(suites: tuple[str, ...] = ("hopper", "real")):
+def recorded_boards(suites: tuple[str, ...] = ("hopper-d128", "real")):
     """Boards of the suites recorded in baselines/h200/<suite>.json on the H200 (built once per session: ~4 s a
-    suite). hopper.json names the first hopper grid, now hopper-d128 (solbench.core.model.RENAMED_SUITES)."""
+    suite). hopper-d128.json was recorded as `hopper`, the grid's name before the new grids (solbench.core.model.RENAMED_SUITES)."""
     from solbench import __version__
     from solbench.core.suites import load_suite
     from solbench.leaderboard.rank import build_boards

@@ -85,7 +85,7 @@ def test_each_class_with_its_evidence():
 
 
 def test_recorded_h200_runs_classify_every_scenario_and_the_seed_splitkv_decode_is_routing():
-    runs = ["hopper.json", "hopper+flashinfer.json", "hopper+flex.json"]
+    runs = ["hopper-d128.json", "hopper-d128+flashinfer.json", "hopper-d128+flex.json"]
     from solbench.supervisor.run_files import load_run
 
     rows = triage([load_run(H200 / r) for r in runs])
@@ -101,7 +101,7 @@ def test_triage_command_json_and_errors(capsys):
     assert cli.main(["triage", str(H200 / "real.json"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert sum(doc["counts"].values()) == len(doc["rows"]) > 0 and "datasheet" in doc["percentages"]["sol_pct"]
-    assert cli.main(["triage", str(H200 / "real.json"), str(H200 / "hopper.json")]) == 2
+    assert cli.main(["triage", str(H200 / "real.json"), str(H200 / "hopper-d128.json")]) == 2
     assert "suite 'hopper-d128'" in capsys.readouterr().err
     assert cli.main(["triage", str(H200 / "real.json"), "--scenario", "nope"]) == 2
 

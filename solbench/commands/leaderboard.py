@@ -14,7 +14,7 @@ from solbench.core.options import WIDE, add_to_parser
 HELP = "a leaderboard of kernels: add runs, show the fair ranking, export a static web page"
 EXAMPLES = """\
 solbench leaderboard add reports/RUN/results.json --name my-kernel --author me
-solbench leaderboard add baselines/h200/hopper.json --impl fa3      # a baseline library as an entry
+solbench leaderboard add baselines/h200/hopper-d128.json --impl fa3      # a baseline library as an entry
 solbench leaderboard show --suite hopper --arch h200
 solbench leaderboard show --suite hopper --arch h200 --json
 solbench leaderboard show --recorded --arch h200 --suite hopper --markdown     # the README's table

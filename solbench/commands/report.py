@@ -13,7 +13,7 @@ from solbench.core.options import WIDE, add_to_parser
 HELP = "re-render the reports of a results.json (works without a GPU)"
 EXAMPLES = """\
 solbench report reports/reference/h200-seed/hopper.json            # tables, no GPU needed
-solbench report baselines/h200/hopper.json --out /tmp/hopper       # also summary.md/.html, results.csv
+solbench report baselines/h200/hopper-d128.json --out /tmp/hopper       # also summary.md/.html, results.csv
 solbench report reports/RUN --format json                           # one JSON object, as run --json
 """
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 HELP = "classify each scenario's gap (host / routing / kernel / at-bound) with its evidence (works without a GPU)"
 EXAMPLES = """\
-solbench triage baselines/h200/hopper.json baselines/h200/hopper+flashinfer.json baselines/h200/hopper+flex.json
+solbench triage baselines/h200/hopper-d128.json baselines/h200/hopper-d128+flashinfer.json baselines/h200/hopper-d128+flex.json
 solbench triage baselines/h200/real.json --scenario decode-n64-tq64-tkv297044-L35c06b-hq32-hkv8-d128-bf16-page16-causal-wl4095-mistral_7b --json
 solbench triage reports/RUN --markdown --thresholds at_bound_pct=90,host_share_pct=10
 """
