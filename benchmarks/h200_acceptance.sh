@@ -11,6 +11,8 @@
 #   bash benchmarks/h200_acceptance.sh verify     # after staging: availability, the probe, the isolation tests
 #   bash benchmarks/h200_acceptance.sh budget [S]  # seed + installed baselines on suite S (hopper) under the current
 #        error budget; prints each implementation's worst error ratio to the emulated seed (benchmarks/budget_ratios.py)
+#   bash benchmarks/h200_acceptance.sh numerics [FILTER]  # the numerics cheats of the Python corpus (and the honest
+#        dense scaffold they share) on the hopper scenarios whose id contains FILTER (default splitkvdecode: long rows)
 #   bash benchmarks/h200_acceptance.sh record S.. # the seed + every available baseline on suites S.., into baselines/h200/
 #        (TAG=flashinfer BASELINES=flashinfer-fa2,flashinfer-fa3: only those, into baselines/h200/S+flashinfer.json)
 #
@@ -126,6 +128,14 @@ case "${1:-}" in
     echo "   exit $? (a stopped run resumes on the next call)"
     cp "/tmp/budget-$s/results.json" "$out/budget-$s.json"
     python3 benchmarks/budget_ratios.py "$out/budget-$s.json" | tee "$out/budget-ratios-$s.txt" ;;
+  numerics)
+    f="${2:-splitkvdecode}"
+    for c in _dense fp16_accumulation ignores_sinks no_max_subtraction skips_blocks; do
+      python3 -m solbench run "reference_kernels/adversarial/python/$c.py" --suite hopper --filter "$f" --baselines none \
+        --seed none --quick --json --out "/tmp/numerics-$c" > "$out/numerics-$c.json" 2> "$out/numerics-$c.log"
+      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d.get('status_counts'))" \
+        "$out/numerics-$c.json" "$c"
+    done ;;
   record)
     shift; record "$@" ;;
   *)
