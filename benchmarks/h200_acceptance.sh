@@ -132,9 +132,9 @@ case "${1:-}" in
     f="${2:-splitkvdecode}"
     for c in _dense fp16_accumulation ignores_sinks no_max_subtraction skips_blocks; do
       python3 -m solbench run "reference_kernels/adversarial/python/$c.py" --suite hopper --filter "$f" --baselines none \
-        --seed none --quick --json --out "/tmp/numerics-$c" > "$out/numerics-$c.json" 2> "$out/numerics-$c.log"
+        --seed none --quick --json --out "/tmp/numerics-$c" > "/tmp/numerics-$c.json" 2> "/tmp/numerics-$c.log"
       python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d.get('status_counts'))" \
-        "$out/numerics-$c.json" "$c"
+        "/tmp/numerics-$c.json" "$c" 2>&1 | tail -1 | tee -a "$out/numerics.txt"
     done ;;
   record)
     shift; record "$@" ;;

@@ -187,3 +187,34 @@ def test_only_the_candidate_gets_a_launcher_split(tmp_path):
     assert "launcher" in outcome.measurements["candidate"].telemetry
     assert "launcher" not in outcome.measurements["seed"].telemetry
     assert outcome.placement["executor"] == "inline" and outcome.placement["wall_s"] > 0
+
+
+def test_the_supervisor_running_out_of_memory_costs_the_scenario_not_the_run(tmp_path, monkeypatch):
+    """On the H200 a run died whole when the supervisor's own allocation (a scenario's inputs) failed: the
+    scenario is recorded as a machine error (--retry-errors takes it again) and the next one runs."""
+    import solbench.supervisor.evaluate as evaluate_module
+    from solbench.core.model import Status
+    from solbench.executor.units import Agent
+    from solbench.supervisor.runner import errored
+
+    class OutOfMemoryError(RuntimeError):  # torch.OutOfMemoryError, as the supervisor sees it
+        pass
+
+    real = evaluate_module.evaluate
+    calls = []
+
+    def first_fails(sc, *args, **kwargs):
+        calls.append(sc.id)
+        if len(calls) == 1:
+            raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.36 GiB.")
+        return real(sc, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "evaluate", first_fails)
+    agent = Agent(_ctx(tmp_path, arch="cpu"))
+    try:
+        agent.load()
+        first, second = (agent.evaluate(sc, b"k" * 32) for sc in load_suite("smoke").scenarios[:2])
+    finally:
+        agent.close()
+    assert first.status is Status.RUNTIME_ERROR and "ran out of device memory" in first.reason and errored(first)
+    assert second.status is Status.PASSED, second.reason

@@ -136,8 +136,13 @@ class Agent:
 
         placement = here(self.ctx.executor, self.ctx.device, self.profile)
         started = time.perf_counter()
-        outcome = evaluate(sc, self.workers, self.ctx.policy, self.ctx.device, self.ctx.timeout_s, self.bound_fn,
-                           self.supports, key)
+        try:
+            outcome = evaluate(sc, self.workers, self.ctx.policy, self.ctx.device, self.ctx.timeout_s, self.bound_fn,
+                               self.supports, key)
+        except Exception as exc:  # torch.OutOfMemoryError, named so that torch is not imported here
+            if type(exc).__name__ != "OutOfMemoryError":
+                raise
+            outcome = supervisor_out_of_memory(sc, exc)
         self.reaper.sweep({w.pid for w in self.workers.values() if w.pid})
         placement = replace(placement, wall_s=time.perf_counter() - started, attempt=attempt)
         return replace(outcome, placement=placement.to_dict())
@@ -147,6 +152,22 @@ class Agent:
         for worker in self.workers.values():
             worker.stop()
         self.reaper.sweep()
+
+
+def supervisor_out_of_memory(sc: Scenario, exc: Exception) -> Outcome:
+    """The record of a scenario whose inputs or reference did not fit in the device's memory beside what the
+    workers hold: a machine error (`--retry-errors` evaluates it again); the run goes on to the next one."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+        torch.cuda.ipc_collect()  # blocks the workers have let go of since
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return Outcome(scenario_id=sc.id, scenario=sc.to_dict(), status=Status.RUNTIME_ERROR,
+                   reason=f"the supervisor ran out of device memory for this scenario: OutOfMemoryError: {first}")
 
 
 def lost_outcome(sc: Scenario, why: str) -> Outcome:

@@ -39,6 +39,23 @@ def trace(what: str, since: float) -> float:
     return now
 
 
+def trace_clock(clocked: dict) -> None:
+    """With SOLBENCH_TRACE set, each implementation's time per call that its reported times leave unexplained
+    on the supervisor's clock (the clock check's figure, audit.clock_gap), to see a yardstick that misfits."""
+    if not TRACE:
+        return
+    import statistics
+
+    parts = [f"{n} {statistics.median((w - e) / max(1, c) for w, e, c in rounds):.3f}"
+             for n, rounds in clocked.items() if rounds]
+    line = "[solbench clock] unexplained ms per call: " + ", ".join(parts)
+    if TRACE in ("1", "true", "yes"):
+        print(line, file=sys.stderr, flush=True)
+    else:
+        with open(TRACE, "a") as f:
+            print(line, file=f)
+
+
 MEMORY_SHARE = 0.5
 """At most this share of the device's memory goes to input copies (every implementation's together);
 the rest is left to the libraries' workspaces, the reference and the allocator's slack."""
@@ -303,7 +320,10 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
         copies.before_round(order)
         sent = time.perf_counter()
         reply = ask(name, "round", {"order": order})
-        clocked[name].append(((time.perf_counter() - sent) * 1e3, sum(reply["host_ms"]), len(order)))
+        wall, explained = (time.perf_counter() - sent) * 1e3, sum(reply["host_ms"])
+        if _process_kind(workers[name]) == "native":  # put there by the supervisor's side (native_worker)
+            wall, explained = reply["clock"]
+        clocked[name].append((wall, explained, len(order)))
         copies.after_round(order, r)
         return reply
 
@@ -346,6 +366,7 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
     kind = _process_kind(workers["candidate"])
     same = [n for n in workers if n != "candidate" and _process_kind(workers[n]) == kind]
     yardstick = same or [n for n in workers if n != "candidate"]
+    trace_clock(clocked)
     if clock_gap(clocked["candidate"], [c for n in yardstick for c in clocked[n]]):
         # A loaded host stalls some rounds at random; a worker that reports its calls short does it in every
         # round. So a gap counts only when it holds again on fresh rounds, taken for this check alone.

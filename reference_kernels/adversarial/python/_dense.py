@@ -18,8 +18,8 @@ def attention(inp, softmax) -> None:
             continue
         q = inp.sequence_q(b)  # [n, Hq, d] fp32, descaled
         k, v = (t.repeat_interleave(sc.group_size, dim=1) for t in inp.sequence_kv(b))  # [kv, Hq, d]
-        lo, hi = (torch.from_numpy(a)[:, None] for a in masks.row_intervals(sc, b))
-        keys = torch.arange(k.shape[0])[None, :]
+        lo, hi = (torch.from_numpy(a)[:, None].to(q.device) for a in masks.row_intervals(sc, b))
+        keys = torch.arange(k.shape[0], device=q.device)[None, :]
         s = torch.einsum("nhd,khd->hnk", q, k) * sc.scale
         if sc.softcap:
             s = sc.softcap * torch.tanh(s / sc.softcap)

@@ -35,8 +35,9 @@ def forward(inp):
         k, v = inp.sequence_kv(b)  # [kv, Hkv, d]
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         lo, hi = masks.row_intervals(sc, b)
-        keys = torch.arange(k.shape[0])
-        visible = (keys[None, :] >= torch.from_numpy(lo)[:, None]) & (keys[None, :] < torch.from_numpy(hi)[:, None])
+        keys = torch.arange(k.shape[0], device=q.device)
+        lo, hi = (torch.from_numpy(a).to(q.device) for a in (lo, hi))
+        visible = (keys[None, :] >= lo[:, None]) & (keys[None, :] < hi[:, None])
         if fp16:  # [Hq, n, kv, d] products, summed over d in fp16
             s = _fp16_sum(q.permute(1, 0, 2)[:, :, None, :] * k.permute(1, 0, 2)[:, None, :, :], dim=-1)
         else:

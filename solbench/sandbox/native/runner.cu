@@ -753,6 +753,7 @@ static bool rotation_ok(const std::vector<int>& order, std::string* why) {
 static void cmd_round(const std::vector<int>& order) {
     std::string why;
     if (order.empty() || !rotation_ok(order, &why)) return reply("error", why.empty() ? "empty round" : why);
+    double began = now_ms();  // the round's own time (busy_ms): flush, syncs and CUPTI bookkeeping between calls too
     bool carve_out = g_timer.persisting_l2_set();
     cudaEventRecord(g_timer.g0, 0);
     cudaDeviceSynchronize();
@@ -780,7 +781,8 @@ static void cmd_round(const std::vector<int>& order) {
     std::string body = "{\"device_ms\":" + json_list(dev) + ",\"host_ms\":" + json_list(host) +
                        ",\"launch_ms\":" + json_list(launch) + ",\"cover_ms\":" + json_list(cover) +
                        ",\"span_ms\":" + json_list(span) + ",\"issued_ms\":" + json_list(issued) +
-                       ",\"flags\":" + (carve_out ? "[\"persisting_l2\"]" : "[]");
+                       ",\"flags\":" + (carve_out ? "[\"persisting_l2\"]" : "[]") +
+                       ",\"busy_ms\":" + json_num(now_ms() - began);
     if (g_cupti.on)
         body += ",\"work_span_ms\":" + json_list(work) + ",\"outside_ms\":" + json_list(outside) +
                 ",\"late_open_ms\":" + json_list(late) +
