@@ -12,7 +12,8 @@
 #   bash benchmarks/h200_acceptance.sh budget [S]  # seed + installed baselines on suite S (hopper) under the current
 #        error budget; prints each implementation's worst error ratio to the emulated seed (benchmarks/budget_ratios.py)
 #   bash benchmarks/h200_acceptance.sh numerics [FILTER]  # the numerics cheats of the Python corpus (and the honest
-#        dense scaffold they share) on the hopper scenarios whose id contains FILTER (default splitkvdecode: long rows)
+#        dense scaffold they share) on the hopper scenarios whose id contains FILTER (default: split-KV decode's
+#        d64 variants, rows of 68k keys: peaked, fp16, sinks; its fp16 high-logit variant for no_max_subtraction)
 #   bash benchmarks/h200_acceptance.sh record S.. # the seed + every available baseline on suites S.., into baselines/h200/
 #        (TAG=flashinfer BASELINES=flashinfer-fa2,flashinfer-fa3: only those, into baselines/h200/S+flashinfer.json)
 #
@@ -129,11 +130,13 @@ case "${1:-}" in
     cp "/tmp/budget-$s/results.json" "$out/budget-$s.json"
     python3 benchmarks/budget_ratios.py "$out/budget-$s.json" | tee "$out/budget-ratios-$s.txt" ;;
   numerics)
-    f="${2:-splitkvdecode}"
-    for c in _dense fp16_accumulation ignores_sinks no_max_subtraction skips_blocks; do
+    regime=splitkvdecode-n8-tq8-tkv548864-L9f7f39
+    for c in _dense fp16_accumulation ignores_sinks skips_blocks no_max_subtraction; do
+      f="${2:-$regime-hq64-hkv8-d64}"
+      [ "$c" = no_max_subtraction ] && f="${2:-$regime-hq32-hkv8-d128-fp16}"
       python3 -m solbench run "reference_kernels/adversarial/python/$c.py" --suite hopper --filter "$f" --baselines none \
         --seed none --quick --json --out "/tmp/numerics-$c" > "/tmp/numerics-$c.json" 2> "/tmp/numerics-$c.log"
-      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d.get('status_counts'))" \
+      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d.get('status_counts'), [(r['scenario'].split('page64-')[-1], r['status']) for r in d.get('failed', [])])" \
         "/tmp/numerics-$c.json" "$c" 2>&1 | tail -1 | tee -a "$out/numerics.txt"
     done ;;
   record)
