@@ -228,3 +228,24 @@ def test_flashinfer_page_metadata():
     assert last.tolist() == [1, 8, 8]
     assert indices[:3].tolist() == inputs.page_table[0, :3].tolist()
     assert indices[4:12].tolist() == inputs.page_table[2, :8].tolist()
+
+
+def test_cudnn_band_keywords_follow_pybinds_signature_not_its_prose():
+    """FE 1.32's sdpa_fp8 documents `left_bound`/`right_bound` but takes `diagonal_band_*_bound` (the H200
+    refused the renamed call with "incompatible function arguments"); FE 1.23's took the short names."""
+    from solbench.baselines.cudnn import _spelled_for
+
+    def method(doc):
+        def sdpa_fp8(**kw):
+            return kw
+        sdpa_fp8.__doc__ = doc
+        return sdpa_fp8
+
+    kw = {"q": 1, "diagonal_band_right_bound": 0}
+    fe132 = ("sdpa_fp8(self: cudnn._compiled_module.pygraph, q: cudnn_tensor, diagonal_band_left_bound: Optional[int] = "
+             "None, diagonal_band_right_bound: Optional[int] = None) -> list\n\n    right_bound (Optional[int]): ...")
+    fe123 = "sdpa_fp8(self: pygraph, q: cudnn_tensor, left_bound: Optional[int] = None, right_bound: Optional[int] = None)"
+    assert _spelled_for(method(fe132), kw) == kw
+    assert _spelled_for(method(fe123), kw) == {"q": 1, "right_bound": 0}
+    assert _spelled_for(method("Args:\n    right_bound (Optional[int]): ..."), kw) == {"q": 1, "right_bound": 0}
+    assert _spelled_for(method(""), kw) == kw

@@ -40,11 +40,22 @@ def cudnn_bounds(sc: Scenario) -> tuple[int | None, int | None]:
 
 def _spelled_for(method, kw: dict) -> dict:
     """Band-bound keywords as this frontend spells them: `diagonal_band_*_bound` (FE >= 1.2x) or the
-    older `left_bound` / `right_bound` (sdpa_fp8 in FE 1.23's tests), read from the pybind docstring."""
+    older `left_bound` / `right_bound` (sdpa_fp8 in FE 1.23's tests). pybind's generated signature lines
+    (`sdpa_fp8(self: ..., diagonal_band_left_bound: ...)`) say which; the prose below them may not (FE 1.32
+    documents `left_bound` for sdpa_fp8 and takes only `diagonal_band_left_bound`: incompatible arguments
+    on the H200). Without a signature line, the prose decides."""
     doc = method.__doc__ or ""
+    name = getattr(method, "__name__", "")
+    signature = " ".join(line for line in doc.splitlines()
+                         if name and line.lstrip("0123456789. ").startswith(f"{name}("))
     out = dict(kw)
     for new, old in (("diagonal_band_left_bound", "left_bound"), ("diagonal_band_right_bound", "right_bound")):
-        if new in out and new not in doc and f" {old}" in doc:
+        if new not in out:
+            continue
+        if signature:
+            if f"{new}:" not in signature and f"{old}:" in signature:
+                out[old] = out.pop(new)
+        elif new not in doc and f" {old}" in doc:
             out[old] = out.pop(new)
     return out
 
