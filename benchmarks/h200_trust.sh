@@ -7,6 +7,9 @@
 #   bash benchmarks/h200_trust.sh aa [FLAGS]   # the seed through the native runner vs the Python host (A/A)
 #   bash benchmarks/h200_trust.sh honest S..   # the seed through the native runner passes suites S.. (no false positives)
 #   bash benchmarks/h200_trust.sh diag FILE..  # each candidate through both runners, with its CUPTI numbers
+#   bash benchmarks/h200_trust.sh clock [FILTER] [BASELINES]  # the seed through the native runner beside Python-hosted
+#        libraries only (--seed none), on the hopper scenarios where its ~1-2 ms calls once read as hidden_work
+#        (default wl127-sink, vllm-fa3), with each implementation's unexplained ms per call (SOLBENCH_TRACE)
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 out="${OUT:-trust-out}"
@@ -100,6 +103,12 @@ PY
       echo "== $s: exit $?"; grep -E "^suite|FAILED|passed" "/tmp/honest-$s.log" | head -4
       cp "/tmp/honest-$s/results.json" "$out/honest-$s.json"
     done ;;
+  clock)
+    SOLBENCH_TRACE="$out/trace-clock.txt" solbench run "$seed" --suite hopper --filter "${2:-wl127-sink}" \
+      --baselines "${3:-vllm-fa3}" --seed none --policy "warmup_ms=30,launcher_budget_ms=60,max_time_s=4,round_samples=5,min_rounds=4" \
+      --json --out /tmp/clock > "$out/clock.json" 2> /tmp/clock.log
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('clock:', d.get('status_counts'), [(r['scenario'], r['status']) for r in d.get('failed', [])])" "$out/clock.json"
+    grep "solbench clock" "$out/trace-clock.txt" | tail -16 ;;
   *)
     sed -n '2,10p' "$0"; exit 2 ;;
 esac
