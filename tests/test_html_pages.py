@@ -149,3 +149,25 @@ def test_leaderboard_fits_and_draws_each_library_alike_on_every_board(browser, l
             assert (found > 20) == (impl in drawn), (board.suite, impl, found)
     ranks = {board.suite: [style_key(s.entry) for s in board.ranked].index("flex") for board in boards}
     assert ranks["hopper-d128"] != ranks["real"]  # flex ranks differently on the two boards, yet looks the same
+
+
+def test_a_run_whose_first_scenario_failed_still_writes_its_reports(tmp_path):
+    """On the H200 a run whose first scenario failed (no time, so no % of SOL) and whose later ones passed died
+    writing summary.html and results.csv (KeyError 'sol_pct'): every row has the same columns."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    import synthetic_runs as syn
+    from solbench.report.tables import scenario_rows
+
+    rng = np.random.default_rng(0)
+    ids = syn.scenario_ids(3)
+    bound = load_result(HOPPER_RUN).outcomes[0].bound  # a real one, every field
+    result = syn.run([syn.outcome(ids[0], rng, status="mismatch"),
+                      *(replace(syn.outcome(s, rng), bound=bound) for s in ids[1:])])
+    rows = scenario_rows(result)
+    assert all(list(r) == list(rows[0]) for r in rows) and rows[0]["sol_pct"] is None and rows[1]["sol_pct"] > 0
+    written = write_reports(result, tmp_path)
+    assert {p.name for p in written} >= {"summary.html", "results.csv"}
+    assert "sol_pct" not in scenario_rows(syn.run([syn.outcome(s, rng) for s in ids]))[0]  # no bound, no column

@@ -22,10 +22,14 @@ def test_only_the_recorded_name_and_hash_together_are_renamed():
 
 
 def test_recorded_hopper_runs_read_as_hopper_d128_and_match_its_scenarios():
-    for path in sorted((BASELINES / "h200").glob("hopper*.json")):
+    paths = sorted((BASELINES / "h200").glob("hopper-d128*.json"))
+    assert len(paths) == 3  # the seed with six libraries, + FlashInfer, + Flex: recorded as `hopper`
+    for path in paths:
         run = load_run(path)
         assert run.suite == "hopper-d128" and run.suite_hash == load_suite("hopper-d128").hash, path
         assert {o.scenario_id for o in run.outcomes} <= {s.id for s in load_suite("hopper-d128").scenarios}
+    for path in sorted((BASELINES / "h200").glob("hopper.json")) + sorted((BASELINES / "h200").glob("hopper+*.json")):
+        assert load_run(path).suite_hash == load_suite("hopper").hash, f"{path} is not of today's hopper grid"
 
 
 def test_a_recorded_run_checks_against_itself_and_renders(capsys):

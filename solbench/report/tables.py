@@ -152,6 +152,7 @@ def scenario_rows(result: RunResult) -> list[dict]:
     rows = []
     names = comparator_names(result)
     libraries = [n for n in names if n not in NOT_LIBRARIES]
+    bounded = any(o.bound for o in result.outcomes)  # every row has the same columns (the CSV and HTML need it)
     for o in result.outcomes:
         row = {"scenario": o.scenario_id, "status": o.status.value,
                "max_abs_err": o.error.max_abs if o.error else None}
@@ -163,8 +164,8 @@ def scenario_rows(result: RunResult) -> list[dict]:
         if libraries:  # per scenario the fastest library that passed (yardsticks.fastest), its time, the speedup
             fast = cell(o, fastest(o))
             row.update(fastest=fast["comparator"], fastest_us=fast["time_us"], x_fastest=fast["speedup"])
-        if o.bound and cand:
-            row["sol_pct"] = o.bound["bound_ms"] / median(cand.samples_ms) * 100
+        if bounded:
+            row["sol_pct"] = o.bound["bound_ms"] / median(cand.samples_ms) * 100 if o.bound and cand else None
         row["reason"] = o.reason
         rows.append(row)
     return rows
