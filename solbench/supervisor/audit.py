@@ -20,11 +20,6 @@ from solbench.core.tensors import Inputs, guard_damage, poisoned
 
 ROWS_PER_CHECK = 4
 """Query rows (all heads each) compared with the reference per copy and round."""
-OUTLIER_ALPHA = 1e-4
-"""The sampled rows of a scenario's timed calls hold more elements outside the tolerance than the verdict's
-allowed fraction admits only when a binomial test at this level says so: a few rows are too few to hold
-the fraction to each check (one outlier in 2048 elements is 5x the 1e-4 allowed), and an honest kernel
-with rare outliers passes the full check."""
 
 CLOCK_GAP = "supervisor_clock_gap"
 """Flag: the supervisor's own clock saw the candidate's rounds take far longer than its reported times
@@ -108,9 +103,7 @@ class TimedCopies:
     def _check(self, i: int, round_index: int) -> None:
         from solbench.supervisor.inputs import input_fingerprint
         from solbench.supervisor.reference import reference_rows
-        from scipy.stats import binom
-
-        from solbench.supervisor.verdict import TOLERANCES, judge
+        from solbench.supervisor.verdict import OUTLIER_ALPHA, TOLERANCES, judge, too_many_outside
 
         inp = self.copies[i]
         where = f"timed call on input copy {i} in round {round_index + 1}"
@@ -135,7 +128,8 @@ class TimedCopies:
         self.outliers += round(verdict.error.frac_outside_tol * out.numel())
         self.sampled += out.numel()
         allowed = TOLERANCES[self.sc.dtype].max_outside_frac
-        if self.outliers and binom.sf(self.outliers - 1, self.sampled, allowed) < OUTLIER_ALPHA:
+        # over all rows sampled in the scenario: a few rows are too few to hold the fraction to each check
+        if too_many_outside(self.outliers, self.sampled, allowed):
             raise AuditFailure(Status.MISMATCH, f"{where}: {self.outliers} of {self.sampled} elements in the rows "
                                                 f"sampled so far lie outside the tolerance, more than the {allowed:g} "
                                                 f"allowed (binomial p < {OUTLIER_ALPHA:g})")

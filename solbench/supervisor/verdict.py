@@ -31,6 +31,20 @@ class Tolerance:
     """Absolute LSE tolerance (natural log) on rows whose reference LSE is finite."""
 
 
+OUTLIER_ALPHA = 1e-4
+"""Elements outside the tolerance fail a check only when a binomial test at this level says they are more than
+the allowed fraction (Tolerance.max_outside_frac) admits: a small output is too small to hold the fraction
+to a count (two outliers in the 13,312 elements of a small fp8 scenario are 1.5x the 1e-4 allowed, and
+vLLM's FA3 had them on the H200), while on a large one the test is the fraction to within a few sigma."""
+
+
+def too_many_outside(outside: int, elements: int, allowed: float) -> bool:
+    """True when `outside` of `elements` is more than the fraction `allowed` admits (binomial, OUTLIER_ALPHA)."""
+    from scipy.stats import binom
+
+    return outside > 0 and float(binom.sf(outside - 1, max(1, elements), allowed)) < OUTLIER_ALPHA
+
+
 # bf16/fp16 outputs round at 2^-8 / 2^-11 relative; fp8 kernels also quantise P to e4m3 (2^-4).
 TOLERANCES = {
     "bf16": Tolerance(atol=1e-2, rtol=2e-2),
@@ -79,7 +93,8 @@ def judge(out, lse, ref_out, ref_lse, dtype: str, writes_lse: bool = True, tol: 
         seed_max_abs=seed.max_abs, seed_mean_abs=seed.mean_abs, row_max_mean_abs=row_max_mean_abs(clean),
         seed_row_max_mean_abs=seed.row_max_mean_abs, budget=BUDGET_ID,
     )
-    return Verdict(*_decide(error, tol, bool(over_hard.any()), out32, ref_out, dtype, seed), error)
+    many = too_many_outside(int(outside.sum()), diff.numel(), tol.max_outside_frac)
+    return Verdict(*_decide(error, tol, many or bool(over_hard.any()), out32, ref_out, dtype, seed), error)
 
 
 def _lse_error(lse, ref_lse):
@@ -99,14 +114,14 @@ def _lse_error(lse, ref_lse):
     return err, finiteness_wrong
 
 
-def _decide(e: ErrorStats, tol: Tolerance, any_over_hard: bool, out32, ref_out, dtype, seed):
+def _decide(e: ErrorStats, tol: Tolerance, outside_fails: bool, out32, ref_out, dtype, seed):
     if e.unwritten:
         return Status.UNWRITTEN, f"{e.unwritten} output elements never written (poison left)"
     if e.nonfinite:
         return Status.NONFINITE, f"{e.nonfinite} NaN/Inf values (or LSE rows that should be -inf and are not)"
     if out32.numel() and not bool(out32.any()) and bool(ref_out.any()):
         return Status.MISMATCH, "output is all zeros but the reference is not"
-    if e.frac_outside_tol > tol.max_outside_frac or any_over_hard:
+    if outside_fails:
         return Status.MISMATCH, (f"{e.frac_outside_tol:.3%} of elements outside atol={tol.atol:g} rtol={tol.rtol:g}; "
                                  f"max |err| {e.max_abs:.3g}")
     if why := over_budget(dtype, e.mean_abs, e.row_max_mean_abs, seed):
