@@ -171,3 +171,22 @@ def test_a_run_whose_first_scenario_failed_still_writes_its_reports(tmp_path):
     written = write_reports(result, tmp_path)
     assert {p.name for p in written} >= {"summary.html", "results.csv"}
     assert "sol_pct" not in scenario_rows(syn.run([syn.outcome(s, rng) for s in ids]))[0]  # no bound, no column
+
+
+def test_a_report_that_cannot_be_drawn_does_not_hide_the_finished_run(tmp_path, capsys, monkeypatch):
+    """The run's record is on disk before its reports are drawn: a failure drawing them is one line on stderr,
+    and `run --json` still prints its summary and exits by the results."""
+    import json
+
+    import solbench.report.tables as tables
+    from solbench.front import cli
+
+    def broken(result, folder):
+        raise KeyError("sol_pct")
+
+    monkeypatch.setattr(tables, "write_reports", broken)
+    code = cli.main(["run", "reference_kernels/torch_attention.py", "--suite", "smoke", "--device", "cpu", "--quick",
+                     "--max-scenarios", "1", "--baselines", "none", "--out", str(tmp_path / "r"), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["ok"] and (tmp_path / "r" / "results.json").exists()
+    assert "could not be written" in err and "results.json" in err

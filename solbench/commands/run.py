@@ -91,7 +91,12 @@ def run(args) -> int:
     folder = Path(config.resume or config.out_dir or Path("reports") / result.run_id)
     if folder.suffix == ".json":
         folder = folder.parent
-    write_reports(result, folder)
+    try:
+        write_reports(result, folder)
+    except Exception as exc:  # the record is on disk already: a report that cannot be drawn must not hide it
+        print(f"solbench run: the reports (summary.md/.html, results.csv) could not be written: "
+              f"{type(exc).__name__}: {exc}; the results are complete in {folder / 'results.json'} "
+              f"(`solbench report` renders them again)", file=sys.stderr)
     if args.json:
         print(json.dumps(summary_dict(result, str(folder / "results.json")), indent=1))
         return exit_code(result)
