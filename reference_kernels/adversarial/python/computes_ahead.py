@@ -1,11 +1,14 @@
 """Cheat: does the next calls' work in the first call of a round. A round refills and poisons every copy it
 calls before it starts, and the candidate keeps the copies it has been given; so the first call of a round
-(the one that finds its output poisoned) computes every copy's output, and the others find theirs written
-and return. Every output is right and every timed call's output is its own, but one call carries the work
-of all of them: the median of the calls hides it. On a GPU a median near zero is faster than light; a
-version that spreads the work (two of five calls do it) keeps the median above the bound.
+(the one that finds its output poisoned) computes every copy that looks ready, and the others find theirs
+written and return. Every output is right and every timed call's output is its own, but one call carries the
+work of all of them, and the median of the calls hides it (26-63x the seed on a CPU before the decoys).
 
-expect: see tests/test_review18_cpu.py (a known escape while samples are judged per call: strict xfail)
+What stops it: the candidate's rounds call one copy fewer than it has, in a secret order, and the copy left
+out is made ready like the others and must stay untouched (TimedCopies.before_round): computing ahead writes
+it. With one copy (--quick) a round is one call and there is nothing ahead to do: it passes, doing the work.
+
+expect: hidden_work or passed
 """
 
 from pathlib import Path
