@@ -106,22 +106,16 @@ def test_times_reported_at_055_are_caught_on_the_supervisors_clock(tmp_path):
     assert not wrong, wrong
 
 
-def test_a_candidate_that_does_the_rounds_work_in_its_first_call_is_caught(tmp_path):
-    """computes_ahead.py does every ready copy's work in a round's first call and returns at once from the others,
-    all outputs right: the median of the calls hid it (26-63x the seed on a CPU). The copy a round leaves out is
-    made ready like the others and must stay untouched; computing ahead writes it."""
+def test_a_candidate_that_does_the_rounds_work_in_its_first_call_gets_no_speed_up(tmp_path):
+    """An honest forward against itself is ~1x: computes_ahead.py does every ready copy's work in a round's first
+    call and returns at once from the others, all outputs right; with whole rounds ready at once its median was
+    26-63x the seed's on a CPU. In parts of two calls it does no better than the honest forward."""
     policy = TimingPolicy(warmup_ms=5.0, round_samples=5, rotate_inputs=4, min_rounds=2, max_rounds=4,
                           max_time_s=1.0, cold_l2=False, launcher_ab=False)
     result = _run("computes_ahead.py", tmp_path, n=2, seed="default", policy=policy)
-    assert [o.status for o in result.outcomes] == [Status.HIDDEN_WORK] * 2, [(o.status, o.reason) for o in result.outcomes]
-    assert all("did not call input copy" in o.reason for o in result.outcomes)
-
-
-def test_an_honest_candidate_leaves_the_copies_it_is_not_called_on_alone(tmp_path):
-    """The same rounds with the honest forward: every scenario passes, each round one copy short of four."""
-    policy = TimingPolicy(warmup_ms=5.0, round_samples=5, rotate_inputs=4, min_rounds=2, max_rounds=4,
-                          max_time_s=1.0, cold_l2=False, launcher_ab=False)
-    result = run(RunConfig(candidate=str(CORPUS.parents[1] / "torch_attention.py"), suite="smoke", device="cpu",
-                           out_dir=tmp_path, max_scenarios=3, seed="default", policy=policy))
-    assert [o.status for o in result.outcomes] == [Status.PASSED] * 3, [(o.status, o.reason) for o in result.outcomes]
-    assert all(len(o.measurements["candidate"].samples_ms) % 3 == 0 for o in result.outcomes)
+    assert [o.status for o in result.outcomes] == [Status.PASSED] * 2, [(o.status, o.reason) for o in result.outcomes]
+    inflated = [(o.scenario_id, statistics.median(o.ratios["seed"])) for o in result.outcomes
+                if statistics.median(o.ratios["seed"]) > 1.5]
+    assert not inflated, inflated
+    # every round of four calls went in two parts of two
+    assert all(len(o.measurements["candidate"].samples_ms) % 4 == 0 for o in result.outcomes)

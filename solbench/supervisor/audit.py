@@ -21,10 +21,6 @@ from solbench.core.tensors import Inputs, guard_damage, poisoned
 ROWS_PER_CHECK = 4
 """Query rows (all heads each) compared with the reference per copy and round."""
 
-DECOYED_ROUND = 3
-"""A candidate's round of this many calls or more leaves one of its copies out, made ready all the same, which
-must stay untouched (TimedCopies.order, before_round): computing ahead for the calls to come writes it."""
-
 CLOCK_GAP = "supervisor_clock_gap"
 """Flag: the supervisor's own clock saw the candidate's rounds take far longer than its reported times
 and the loop's overhead (measured on the trusted comparators' rounds) explain."""
@@ -65,8 +61,6 @@ class TimedCopies:
     """The next trial number to draw fresh contents from."""
     fingerprints: list[dict] = field(default_factory=list)
     key: int = 0
-    decoys: list[int] = field(default_factory=list)
-    """The candidate's copies made ready for the current round but not called in it (before_round)."""
     outliers: int = 0
     """Elements outside the tolerance in every row sampled so far, and how many elements those rows hold."""
     sampled: int = 0
@@ -82,32 +76,17 @@ class TimedCopies:
                    fingerprints=[{} for _ in copies])
 
     def order(self, r: int, n: int) -> list[int]:
-        """The copies round r calls, each once. A trusted implementation's: n of them, continuing the rotation of
-        round r - 1. The candidate's: drawn in a secret order; where the round calls three copies or more (whose
-        median could hide one call doing the others' work), one copy fewer than it has, so that a copy made
-        ready for the round may be one it is not called on (a decoy, before_round). The median of one or two
-        calls is their mean: nothing to hide there."""
-        k = len(self.copies)
-        if not self.audited:
-            n = min(n, k)
-            return [(r * n + j) % k for j in range(n)]
-        m = min(n, k)
-        if m >= DECOYED_ROUND:
-            m = min(n, k - 1)
-        return self.rng.sample(range(k), m)
+        """The copies round r calls, each once: n of them, continuing the rotation of round r - 1."""
+        n = min(n, len(self.copies))
+        return [(r * n + j) % len(self.copies) for j in range(n)]
 
     def before_round(self, order: list[int]) -> None:
         """Fresh contents and poisoned outputs for the copies the round calls, written just before it for
         every implementation alike (what was written last sits in L2 where a policy does not flush): a
-        trial never used before, behind the same pointers. The candidate's other copies are made ready the
-        same way (first) and must come out of the round untouched: a candidate that does the work of calls
-        to come in the round's first call (computes_ahead.py) cannot tell them from the copies it will be
-        called on, and writes one."""
+        trial never used before, behind the same pointers."""
         from solbench.supervisor.inputs import draw_values, input_fingerprint, refill
 
-        decoyed = self.audited and len(order) >= DECOYED_ROUND
-        self.decoys = [i for i in range(len(self.copies)) if i not in order] if decoyed else []
-        for i in self.decoys + list(order):
+        for i in order:
             refill(self.copies[i], draw_values(self.sc, self.next_trial, str(self.copies[i].device), self.secret))
             self.next_trial += 1
             if self.audited:
@@ -116,27 +95,10 @@ class TimedCopies:
         sync_outputs(self.copies[0])
 
     def after_round(self, order: list[int], round_index: int) -> None:
-        """Check the candidate's copies just called, and that it left the others alone (raise AuditFailure)."""
+        """Check the candidate's copies just called (raise AuditFailure)."""
         if self.audited:
-            for i in self.decoys:
-                self._check_untouched(i, round_index)
             for i in order:
                 self._check(i, round_index)
-
-    def _check_untouched(self, i: int, round_index: int) -> None:
-        from solbench.supervisor.inputs import input_fingerprint
-
-        inp = self.copies[i]
-        where = f"round {round_index + 1}, which did not call input copy {i}"
-        damaged = damaged_guards(inp)
-        if damaged:
-            raise AuditFailure(Status.OUT_OF_BOUNDS, f"{where}: the guard bytes of its {damaged} changed")
-        if not bool(poisoned(inp.out).all()) or (self.writes_lse and not bool(poisoned(inp.lse).all())):
-            raise AuditFailure(Status.HIDDEN_WORK, f"{where}: its outputs were written all the same (work done "
-                                                   "for a call to come, so that the calls timed do less)")
-        touched = changed_inputs(self.fingerprints[i], input_fingerprint(inp, self.key))
-        if touched:
-            raise AuditFailure(Status.MISMATCH, f"{where}: its inputs were modified: {', '.join(touched)}")
 
     def _check(self, i: int, round_index: int) -> None:
         from solbench.supervisor.inputs import input_fingerprint

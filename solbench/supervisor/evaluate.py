@@ -276,6 +276,25 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     return Status.PASSED, ""
 
 
+AUDITED_PART = 2
+"""Calls of the candidate's round sent together, after their copies are made ready (_time_interleaved): with
+two, no call can do the work of more than one other, and the median of the two is their mean."""
+
+
+def _joined(replies: list[dict]) -> dict:
+    """One round's reply from the replies of its parts: their samples in order, every flag, the last
+    telemetry with throttling and the power cap as any part saw them."""
+    if len(replies) == 1:
+        return replies[0]
+    joined = {"device_ms": [x for r in replies for x in r["device_ms"]],
+              "host_ms": [x for r in replies for x in r["host_ms"]],
+              "flags": sorted({f for r in replies for f in r["flags"]}),
+              "telemetry": dict(replies[-1]["telemetry"])}
+    for key in ("throttled", "power_capped"):
+        joined["telemetry"][key] = any(r["telemetry"].get(key) for r in replies)
+    return joined
+
+
 def _process_kind(worker) -> str:
     """'native' for the native runner, 'python' for a Python host."""
     spec = getattr(worker, "spec", None)
@@ -317,15 +336,22 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
     def timed_round(name, r):
         copies = timed[name]
         order = copies.order(r, policy.round_samples)
-        copies.before_round(order)
-        sent = time.perf_counter()
-        reply = ask(name, "round", {"order": order})
-        wall, explained = (time.perf_counter() - sent) * 1e3, sum(reply["host_ms"])
-        if _process_kind(workers[name]) == "native":  # put there by the supervisor's side (native_worker)
-            wall, explained = reply["clock"]
-        clocked[name].append((wall, explained, len(order)))
-        copies.after_round(order, r)
-        return reply
+        # The candidate's round goes to its worker in parts of at most two calls, each made ready just before
+        # it: a call can then do no work for another beyond its part, and the median of two calls is their mean
+        # (a round whose first call did every ready copy's work had a median near nothing: computes_ahead.py).
+        step = AUDITED_PART if copies.audited else len(order)
+        parts = []
+        for part in (order[i:i + step] for i in range(0, len(order), step)):
+            copies.before_round(part)
+            sent = time.perf_counter()
+            reply = ask(name, "round", {"order": part})
+            wall, explained = (time.perf_counter() - sent) * 1e3, sum(reply["host_ms"])
+            if _process_kind(workers[name]) == "native":  # put there by the supervisor's side (native_worker)
+                wall, explained = reply["clock"]
+            clocked[name].append((wall, explained, len(part)))
+            copies.after_round(part, r)
+            parts.append(reply)
+        return _joined(parts)
 
     t = time.perf_counter()
     for name in workers:

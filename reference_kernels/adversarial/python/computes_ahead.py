@@ -1,14 +1,15 @@
-"""Cheat: does the next calls' work in the first call of a round. A round refills and poisons every copy it
-calls before it starts, and the candidate keeps the copies it has been given; so the first call of a round
-(the one that finds its output poisoned) computes every copy that looks ready, and the others find theirs
-written and return. Every output is right and every timed call's output is its own, but one call carries the
-work of all of them, and the median of the calls hides it (26-63x the seed on a CPU before the decoys).
+"""Cheat: does the next calls' work in the first call of a round. A round made every copy it calls ready
+(fresh inputs, poisoned outputs) before it started, and the candidate keeps the copies it has been given;
+so the first call (the one that finds its output poisoned) computed every ready copy, and the others found
+theirs written and returned. Every output right, every timed call's output its own, but one call carried the
+work of all of them and the median of the calls hid it: 26-63x the seed on a CPU. (Writing the results
+ahead into a buffer of its own and copying them in at each call hides it from any check of the outputs.)
 
-What stops it: the candidate's rounds call one copy fewer than it has, in a secret order, and the copy left
-out is made ready like the others and must stay untouched (TimedCopies.before_round): computing ahead writes
-it. With one copy (--quick) a round is one call and there is nothing ahead to do: it passes, doing the work.
+What stops it: the candidate's rounds go to its worker in parts of two calls, each part made ready just
+before it (solbench/supervisor/evaluate.py, AUDITED_PART): a call can do the work of one other at most,
+and the median of two calls is their mean. It passes, with no speed-up (tests/test_review18_cpu.py).
 
-expect: hidden_work or passed
+expect: passed
 """
 
 from pathlib import Path
