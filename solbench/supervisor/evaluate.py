@@ -340,17 +340,18 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
         # it: a call can then do no work for another beyond its part, and the median of two calls is their mean
         # (a round whose first call did every ready copy's work had a median near nothing: computes_ahead.py).
         step = AUDITED_PART if copies.audited else len(order)
-        parts = []
+        parts, wall, explained = [], 0.0, 0.0
         for part in (order[i:i + step] for i in range(0, len(order), step)):
             copies.before_round(part)
             sent = time.perf_counter()
             reply = ask(name, "round", {"order": part})
-            wall, explained = (time.perf_counter() - sent) * 1e3, sum(reply["host_ms"])
             if _process_kind(workers[name]) == "native":  # put there by the supervisor's side (native_worker)
-                wall, explained = reply["clock"]
-            clocked[name].append((wall, explained, len(part)))
+                wall, explained = wall + reply["clock"][0], explained + reply["clock"][1]
+            else:
+                wall, explained = wall + (time.perf_counter() - sent) * 1e3, explained + sum(reply["host_ms"])
             copies.after_round(part, r)
             parts.append(reply)
+        clocked[name].append((wall, explained, len(order)))  # the whole round, as the comparators' rounds
         return _joined(parts)
 
     t = time.perf_counter()
