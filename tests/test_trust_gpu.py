@@ -26,6 +26,9 @@ KNOWN_ESCAPES: dict[str, str] = {
     "forges_replies.cu": "its constructor owns the runner's reply pipe and reports 0.55 of its times; on smoke's "
                          "short calls that hides less than the supervisor's clock rule can see (README: what is not "
                          "guaranteed)",
+    "forges_replies_past_busy.cu": "review 21: forges_replies.cu at 0.1, busy_ms left honest: since 2ba16ef the clock "
+                                   "check explains a native round by the runner's busy_ms, so no forged factor is "
+                                   "unexplained (tests/test_review21_cpu.py)",
 }
 """Cheats that still get past the checks, each with what was seen: the test fails once one is caught, so
 the entry is removed then."""
