@@ -1,4 +1,5 @@
-"""Review 21's findings on a CPU (the changes 1b76fde..3c458fa): each test states what the harness must do.
+"""Review 21's findings on a CPU (the changes 1b76fde..3c458fa): each test states what the harness must do;
+the strict xfail is what is still open.
 
 The native runner cannot run here; its round replies are played by a fake worker of the native kind, as in
 tests/test_trust_cpu.py, with the numbers reference_kernels/adversarial/forges_replies_past_busy.cu sends."""
@@ -70,12 +71,28 @@ def test_the_old_rule_bounded_a_native_forger():
     assert clock_gap([(3 * 5.0 + 0.2, 3 * 0.5, 3)] * 4, trusted)
 
 
-@pytest.mark.xfail(strict=True, reason="review 21: a native round's explained time is now the runner's busy_ms, "
-                                       "which the forger leaves honest: scaling every other time by 0.1 is never "
-                                       "unexplained (forges_replies_past_busy.cu), the clock check bounds no forgery")
+def test_a_native_forger_beside_a_trusted_native_runner_is_caught_on_the_supervisors_clock():
+    """Beside a trusted runner of its kind (the seed), a native round is explained by its reported call times
+    alone, whatever its runner says of the time between calls: the forger that leaves busy_ms honest is caught."""
+    forger = _Worker("cu", "native", call_ms=5.0, scale=0.1)
+    assert CLOCK_GAP in _candidate_flags(forger, {"seed": _Worker("cu", "native", call_ms=5.0),
+                                                  "lib": _Worker("py", "python", call_ms=5.0)})
+
+
+@pytest.mark.xfail(strict=True, reason="review 21, bounded since: with no trusted native runner beside it "
+                                       "(--seed none), the candidate's runner may claim up to 3 ms a call "
+                                       "between calls (NATIVE_BETWEEN_CAP_MS); a forger of 5 ms calls hides that "
+                                       "much and the 35 % share on top (README: limits)")
 def test_a_native_forger_that_leaves_busy_ms_alone_is_caught_on_the_supervisors_clock():
     forger = _Worker("cu", "native", call_ms=5.0, scale=0.1)
     assert CLOCK_GAP in _candidate_flags(forger, {"lib": _Worker("py", "python", call_ms=5.0)})
+
+
+def test_a_native_forger_claiming_more_than_the_cap_is_caught_without_a_trusted_runner():
+    """Calls of 20 ms reported as 2 ms leave 18 ms a call to explain: 3 ms of it the runner may claim, the rest
+    is far above a third of the round."""
+    forger = _Worker("cu", "native", call_ms=20.0, scale=0.1)
+    assert CLOCK_GAP in _candidate_flags(forger, {"lib": _Worker("py", "python", call_ms=20.0)})
 
 
 def test_the_same_forgery_from_a_python_host_is_caught():

@@ -201,3 +201,28 @@ def test_a_worker_that_failed_hands_the_inputs_back_before_it_is_killed(tmp_path
         worker.stop(kill=True)
     assert sent == [True] and not worker.running
 
+
+
+def test_a_reply_begun_and_never_finished_does_not_hang_the_supervisor():
+    """A worker that writes a frame's length and part of its body, then stops, blocked the supervisor's read for
+    good (review 21): the read has a deadline, after which the worker is stopped and the read ends."""
+    import os
+    import struct
+    from multiprocessing import Pipe
+
+    import solbench.sandbox.worker as worker
+
+    ours, theirs = Pipe()
+    os.write(theirs.fileno(), struct.pack("!i", 100) + b"[" * 10)
+    stopped = []
+    old, worker.FRAME_S = worker.FRAME_S, 0.5
+    try:
+        started = time.monotonic()
+        with pytest.raises(worker.Stalled, match="not finished"):
+            worker._recv_within(ours, 1.0, lambda: (stopped.append(1), theirs.close()))
+        assert stopped == [1] and time.monotonic() - started < 5
+        quiet, _kept = Pipe()
+        with pytest.raises(worker.Stalled, match="no answer"):
+            worker._recv_within(quiet, 0.2, lambda: None)
+    finally:
+        worker.FRAME_S = old

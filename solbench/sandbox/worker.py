@@ -44,9 +44,46 @@ def _reply(conn, status: str, value=None) -> None:
     conn.send_bytes(json.dumps([status, value]).encode())
 
 
-def _read_reply(conn):
+FRAME_S = 30.0
+"""Seconds a reply may take to arrive whole once its first bytes have (a 16 MiB reply over a pipe takes ms)."""
+
+
+class Stalled(Exception):
+    """No reply within the time allowed, or one begun and never finished."""
+
+
+def _recv_within(conn, timeout_s: float, on_stall) -> bytes:
+    """conn.recv_bytes with a deadline. `poll` says a reply has begun, not that it is whole: a worker that sends
+    the start of a frame and stops would block the supervisor for good (review 21). The read runs in a thread;
+    when the frame is not whole within FRAME_S, `on_stall` (kill the worker, which closes its end and ends the
+    read) runs and Stalled is raised."""
+    import threading
+
+    if not conn.poll(timeout_s):
+        raise Stalled(f"no answer within {timeout_s:g} s")
+    box: dict = {}
+
+    def read():
+        try:
+            box["data"] = conn.recv_bytes(MAX_REPLY_BYTES)
+        except BaseException as exc:  # handed to the caller's thread below
+            box["error"] = exc
+
+    reader = threading.Thread(target=read, name="solbench-reply", daemon=True)
+    reader.start()
+    reader.join(FRAME_S)
+    if reader.is_alive():
+        on_stall()
+        reader.join(5.0)
+        raise Stalled(f"a reply begun and not finished within {FRAME_S:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["data"]
+
+
+def _read_reply(data: bytes):
     """(status, value) of one reply; ValueError for anything but a JSON [str, value] pair."""
-    reply = json.loads(conn.recv_bytes(MAX_REPLY_BYTES))
+    reply = json.loads(data)
     if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], str)):
         raise ValueError("not a [status, value] pair")
     return reply[0], reply[1]
@@ -139,18 +176,19 @@ class Worker:
         A worker that does not answer in time is killed all the same."""
         try:
             self._conn.send(("release", None))
-            if self._conn.poll(timeout_s):
-                self._conn.recv_bytes(MAX_REPLY_BYTES)
-        except (OSError, EOFError, ValueError):
+            _recv_within(self._conn, timeout_s, lambda: _kill_group(self._proc))
+        except (OSError, EOFError, ValueError, Stalled):
             pass
 
     def _receive(self, what: str, timeout_s: float):
         """The worker's next (status, value); WorkerFailure (and reset) when it hangs or dies first."""
         try:
-            if not self._conn.poll(timeout_s):
-                self.stop(kill=True)
-                raise WorkerFailure("timeout", f"{self.spec.name}: no answer to {what!r} within {timeout_s:g} s")
-            return _read_reply(self._conn)
+            return _read_reply(_recv_within(self._conn, timeout_s, lambda: _kill_group(self._proc)))
+        except Stalled as exc:
+            self.stop(kill=True)
+            why = f"no answer to {what!r} within {timeout_s:g} s" if exc.args[0].startswith("no answer") else \
+                f"{exc} (to {what!r})"
+            raise WorkerFailure("timeout", f"{self.spec.name}: {why}") from None
         except (EOFError, BrokenPipeError, ConnectionResetError):
             self._died(what)
         except (OSError, ValueError) as exc:  # too long, not JSON, not a pair: not the worker's own code

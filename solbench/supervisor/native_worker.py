@@ -118,6 +118,10 @@ def round_flags(raw: dict, floors: dict, tolerance: float) -> list[str]:
     return sorted(flags)
 
 
+MAX_LINE_BYTES = 64 << 20
+"""The longest reply line read from the runner (its replies are a few KiB; a flood is cut off)."""
+
+
 @dataclass
 class NativeWorker:
     """Supervisor-side handle on one runner process; started lazily and again after every failure."""
@@ -299,6 +303,9 @@ class NativeWorker:
             if not chunk:
                 self._died(what)
             self._buffer += chunk
+            if len(self._buffer) > MAX_LINE_BYTES:  # a line without end: not the runner's own reply
+                self.stop(kill=True)
+                raise WorkerFailure("error", f"{self.spec.name}: a reply to {what!r} over {MAX_LINE_BYTES >> 20} MiB")
         line, self._buffer = self._buffer.split(b"\n", 1)
         status, _, body = line.decode(errors="replace").partition(" ")
         return status, body
