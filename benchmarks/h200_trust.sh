@@ -108,7 +108,8 @@ PY
       --baselines "${3:-vllm-fa3}" --seed none --policy "warmup_ms=30,launcher_budget_ms=60,max_time_s=4,round_samples=5,min_rounds=4" \
       --json --out /tmp/clock > "$out/clock.json" 2> /tmp/clock.log
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('clock:', d.get('status_counts'), [(r['scenario'], r['status']) for r in d.get('failed', [])])" "$out/clock.json"
-    grep "solbench clock" "$out/trace-clock.txt" | tail -16 ;;
+    grep "solbench clock" "$out/trace-clock.txt" | tail -16
+    python3 benchmarks/trace_summary.py "$out/trace-clock.txt" | grep "^clock:" ;;  # sets NATIVE_BETWEEN_CAP_MS
   *)
     sed -n '2,10p' "$0"; exit 2 ;;
 esac

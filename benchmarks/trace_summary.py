@@ -4,7 +4,7 @@
 
 Phases: reference, check <impl> (prepare + check of each implementation), warm-up, rounds (n), launcher
 split, check after timing; "timing" spans warm-up to launcher split. Prints seconds, share of the traced
-total and count per phase, largest first.
+total and count per phase, largest first; then, per implementation, the clock check's figures.
 """
 
 from __future__ import annotations
@@ -14,6 +14,25 @@ import sys
 from collections import defaultdict
 
 LINE = re.compile(r"\[solbench trace\] (.*): ([0-9.]+) s$")
+CLOCK = re.compile(r"([\w.+-]+) (-?[0-9.]+) \(runner between calls (-?[0-9.]+)\)")
+"""One implementation in a `[solbench clock]` line: unexplained ms per call, and the native runner's own time
+between calls per call (0 for a Python host): what NATIVE_BETWEEN_CAP_MS in solbench/supervisor/evaluate.py
+must stay above for an honest runner."""
+
+
+def clock_summary(paths: list[str]) -> list[str]:
+    """Per implementation: the median and max over scenarios of both figures of the clock lines."""
+    import statistics
+
+    seen = defaultdict(list)
+    for path in paths:
+        for line in open(path):
+            if line.startswith("[solbench clock]"):
+                for name, unexplained, between in CLOCK.findall(line):
+                    seen[name].append((float(unexplained), float(between)))
+    return [f"{name:<16} unexplained ms/call median {statistics.median(u for u, _ in v):.3f} max "
+            f"{max(u for u, _ in v):.3f}; runner between calls median {statistics.median(b for _, b in v):.3f} "
+            f"max {max(b for _, b in v):.3f} ({len(v)} scenarios)" for name, v in sorted(seen.items())]
 
 
 def phase(what: str) -> str:
@@ -46,6 +65,8 @@ def main(paths: list[str]) -> int:
     split = total.get("launcher split", 0.0)
     print(f"cut: the comparators' launcher split (recorded, never read; after the rounds, so no ratio moves): "
           f"about {split / 2:.0f} s of {split:.0f} s with one comparator, more with baselines (done)")
+    for line in clock_summary(paths):
+        print("clock: " + line)
     warm = total.get("warm-up", 0.0)
     print(f"to confirm on the H200: warmup_ms 100 -> 30 (the GPU is already warm from the previous scenario's "
           f"rounds): about {warm * 0.6:.0f} s of {warm:.0f} s; the A/A figures must stay as recorded")
