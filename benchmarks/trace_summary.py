@@ -16,7 +16,7 @@ from collections import defaultdict
 LINE = re.compile(r"\[solbench trace\] (.*): ([0-9.]+) s$")
 CLOCK = re.compile(r"([\w.+-]+) (-?[0-9.]+) \(runner between calls (-?[0-9.]+)\)")
 """One implementation in a `[solbench clock]` line: unexplained ms per call, and the native runner's own time
-between calls per call (0 for a Python host): what NATIVE_BETWEEN_CAP_MS in solbench/supervisor/evaluate.py
+between calls per call (0 for a Python host): what NATIVE_BETWEEN_CAP_MS in solbench/supervisor/audit.py
 must stay above for an honest runner."""
 
 

@@ -39,27 +39,10 @@ class _Worker:
         return reply
 
 
-class _Copies:
-    audited = False
-
-    def order(self, r, n):
-        return list(range(n))
-
-    def before_round(self, order):
-        pass
-
-    def after_round(self, order, r):
-        pass
-
-
 def _candidate_flags(candidate, comparators):
-    from solbench.core.policy import TimingPolicy
-    from solbench.supervisor.evaluate import _time_interleaved
+    from fake_rounds import candidate_flags
 
-    workers = {"candidate": candidate, **comparators}
-    policy = TimingPolicy(warmup_ms=0, round_samples=3, min_rounds=2, max_rounds=2, launcher_ab=False)
-    measurements, _ = _time_interleaved(workers, {n: _Copies() for n in workers}, policy, 5.0, "cuda_events")
-    return measurements["candidate"].flags
+    return candidate_flags(candidate, comparators, round_samples=3)
 
 
 def test_the_old_rule_bounded_a_native_forger():

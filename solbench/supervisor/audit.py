@@ -150,6 +150,26 @@ def clock_gap(candidate_rounds, trusted_rounds) -> bool:
     return sum(hidden) * 2 > len(hidden)
 
 
+NATIVE_BETWEEN_CAP_MS = 3.0
+"""With no trusted native runner in the scenario (--seed none beside Python-hosted libraries only), the most time
+per call the candidate's runner may claim for its own work between calls (flush, syncs, CUPTI bookkeeping):
+against the Python host's loop that time read as hidden, and the seed's ~2 ms calls were flagged on the H200.
+The claim comes from the candidate's process, so a forger may use this much per call too (README: limits;
+`SOLBENCH_TRACE` prints what honest runners spend, to set it from measurements)."""
+
+
+def clock_rounds(clocked: dict, yardstick: list[str], claims_between: bool):
+    """The clock check's rounds (wall, explained, calls) of the candidate and of its yardstick, from rounds of
+    (wall, reported host, calls, the native runner's reported time between calls). Beside a trusted runner of
+    its own kind, a round is explained by its reported call times alone, and the yardstick's time between calls
+    (the same loop) is the allowance. With `claims_between` (a native candidate, no trusted native runner beside
+    it) its runner's own account of the time between calls explains its rounds too, up to
+    NATIVE_BETWEEN_CAP_MS a call (review 21: unbounded, that account let a forger report any time)."""
+    trusted = [(w, h, c) for n in yardstick for w, h, c, _ in clocked[n]]
+    cap = NATIVE_BETWEEN_CAP_MS if claims_between else 0.0
+    return [(w, h + min(b, c * cap), c) for w, h, c, b in clocked["candidate"]], trusted
+
+
 def damaged_guards(inp: Inputs) -> str:
     """'out (N bytes), lse (M bytes)' for the output buffers whose guard bytes changed; '' when none did."""
     return ", ".join(f"{name} ({n} bytes)" for name in ("out", "lse") if (n := guard_damage(getattr(inp, name))))

@@ -19,7 +19,7 @@ from solbench.core.policy import TimingPolicy
 from solbench.core.scenario import Scenario
 from solbench.sandbox.worker import Worker, WorkerFailure
 from solbench.supervisor.audit import (CLOCK_CONFIRM_ROUNDS, CLOCK_GAP, AuditFailure, TimedCopies, changed_inputs,
-                                       clock_gap, damaged_guards, scenario_rng, sync_outputs)
+                                       clock_gap, clock_rounds, damaged_guards, scenario_rng, sync_outputs)
 
 TRACE = os.environ.get("SOLBENCH_TRACE", "")
 """'1' prints phase times to stderr; any other non-empty value is a file they are appended to."""
@@ -277,26 +277,6 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     return Status.PASSED, ""
 
 
-NATIVE_BETWEEN_CAP_MS = 3.0
-"""With no trusted native runner in the scenario (--seed none beside Python-hosted libraries only), the most time
-per call the candidate's runner may claim for its own work between calls (flush, syncs, CUPTI bookkeeping):
-against the Python host's loop that time read as hidden, and the seed's ~2 ms calls were flagged on the H200.
-The claim comes from the candidate's process, so a forger may use this much per call too (README: limits;
-`SOLBENCH_TRACE` prints what honest runners spend, to set it from measurements)."""
-
-
-def _clock_rounds(clocked: dict, yardstick: list[str], kind: str, native_yardstick: bool):
-    """The clock check's rounds (wall, explained, calls) of the candidate and of its yardstick. Beside a trusted
-    runner of its own kind, a round is explained by its reported call times alone, and the yardstick's time
-    between calls (the same loop) is the allowance. A native candidate with no trusted native runner beside it
-    may explain its rounds with its runner's own account of the time between calls, up to
-    NATIVE_BETWEEN_CAP_MS a call (review 21: unbounded, that account let a forger report any time)."""
-    trusted = [(w, h, c) for n in yardstick for w, h, c, _ in clocked[n]]
-    if kind != "native" or native_yardstick:
-        return [(w, h, c) for w, h, c, _ in clocked["candidate"]], trusted
-    return [(w, h + min(b, c * NATIVE_BETWEEN_CAP_MS), c) for w, h, c, b in clocked["candidate"]], trusted
-
-
 AUDITED_PART = 2
 """Calls of a round sent together, after their copies are made ready (_time_interleaved): with two, no call of
 the candidate's can do the work of more than one other, and the median of the two is their mean. The
@@ -419,14 +399,15 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
     same = [n for n in workers if n != "candidate" and _process_kind(workers[n]) == kind]
     yardstick = same or [n for n in workers if n != "candidate"]
     trace_clock(clocked)
-    if clock_gap(*_clock_rounds(clocked, yardstick, kind, kind == "native" and bool(same))):
+    claims_between = kind == "native" and not same  # no trusted native runner beside a native candidate
+    if clock_gap(*clock_rounds(clocked, yardstick, claims_between)):
         # A loaded host stalls some rounds at random; a worker that reports its calls short does it in every
         # round. So a gap counts only when it holds again on fresh rounds, taken for this check alone.
         clocked = {n: [] for n in workers}
         for r2 in range(r + 1, r + 1 + CLOCK_CONFIRM_ROUNDS):
             for name in round_order(list(workers), r2):
                 timed_round(name, r2)
-        if clock_gap(*_clock_rounds(clocked, yardstick, kind, kind == "native" and bool(same))):
+        if clock_gap(*clock_rounds(clocked, yardstick, claims_between)):
             flags["candidate"].add(CLOCK_GAP)
         t = trace(f"clock check rounds ({CLOCK_CONFIRM_ROUNDS})", t)
     # The candidate's launcher A/B only: the comparators' was recorded and never read, and took ~0.2 s per
