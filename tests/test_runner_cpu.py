@@ -104,6 +104,14 @@ def test_input_copies_shrink_when_device_memory_is_short(tmp_path, monkeypatch):
 
     assert "timed on fewer than the policy's 3 input copies (device memory): 3 scenario(s)" in render_summary(result)
     assert summary_dict(result)["fewer_input_copies"] == [o.scenario_id for o in result.outcomes]
+    made = []  # the comparators share one set of copies; the candidate keeps its own
+    real_make = evaluate.TimedCopies.make
+    monkeypatch.setattr(evaluate.TimedCopies, "make", classmethod(
+        lambda cls, *a, **k: made.append(real_make(*a, **k)) or made[-1]))
+    result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=policy, out_dir=tmp_path / "s",
+                           max_scenarios=1, seed=GOOD, baselines=()))
+    assert result.outcomes[0].status is Status.PASSED, result.outcomes[0].reason
+    assert sorted(c.audited for c in made) == [False, True]
     monkeypatch.setattr(evaluate, "_device_bytes", lambda device: 0)  # no device to fill: the policy's count
     result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=policy, out_dir=tmp_path / "b", max_scenarios=1))
     assert result.outcomes[0].input_copies == 3

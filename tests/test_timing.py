@@ -407,6 +407,17 @@ def test_input_copies_shrink_to_fit_device_memory_and_never_below_one():
     assert input_copies(policy, copy_bytes=gib, holders=2, device_bytes=0) == 4  # CPU: no device to fill
 
 
+def test_comparators_share_copies_only_when_not_even_one_each_fits():
+    from solbench.supervisor.evaluate import comparators_share, input_copies
+
+    gib = 1 << 30
+    # The H200 hopper OOM: MHA decode at 588k keys, 12 GB a copy, candidate + 7 libraries on 140 GiB.
+    assert comparators_share(copy_bytes=12 * gib, holders=8, device_bytes=140 * gib)
+    assert input_copies(TimingPolicy(rotate_inputs=4), 12 * gib, 2, 140 * gib) == 1  # candidate + the pool
+    assert not comparators_share(copy_bytes=4 * gib, holders=8, device_bytes=140 * gib)  # one each fits
+    assert not comparators_share(copy_bytes=100 * gib, holders=8, device_bytes=0)  # CPU: nothing to fill
+
+
 def test_l2_flush_is_a_recorded_policy_field():
     from solbench.core.errors import ConfigError
     from solbench.core.policy import TimingPolicy, with_overrides

@@ -77,6 +77,14 @@ def input_copies(policy: TimingPolicy, copy_bytes: int, holders: int, device_byt
     return max(1, min(policy.rotate_inputs, fit))
 
 
+def comparators_share(copy_bytes: int, holders: int, device_bytes: int) -> bool:
+    """True when not even one timing copy each (plus trial 0) fits in MEMORY_SHARE of the device: then the
+    comparators (trusted, never the candidate) time on one set of copies between them. Each of their parts is
+    still refilled and poisoned just before it, so nothing a call sees changes; only the memory does (seven
+    libraries on a 12 GB decode scenario asked for 120 GB of a 141 GB H200 and ran it out of memory)."""
+    return device_bytes > 0 and 2 * max(1, holders) * copy_bytes > MEMORY_SHARE * device_bytes
+
+
 def _device_bytes(device: str) -> int:
     if device != "cuda":
         return 0
@@ -138,7 +146,9 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
     copy_bytes, device_bytes = trial0.nbytes, _device_bytes(device)
     claims = {n: supports[n](sc) for n in workers if n in supports}  # (ok, why); unlisted: always run
     holders = sum(1 for n in workers if claims.get(n, (True, ""))[0])  # those that will prepare
-    copies = input_copies(policy, copy_bytes, holders, device_bytes)
+    shared = comparators_share(copy_bytes, holders, device_bytes)
+    copies = input_copies(policy, copy_bytes, min(holders, 2) if shared else holders, device_bytes)
+    pool = None  # the comparators' one set of copies when they share
     # Workers still hold the previous scenario's copies until their own prepare: free them all first.
     for worker in workers.values():
         if worker.running:
@@ -163,7 +173,10 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
         audited = name == "candidate"
         # The candidate gets copies of its own; trusted comparators share trial 0's input tensors.
         check_copy = clone_inputs(trial0) if audited else trial0.with_outputs()
-        copies_for = TimedCopies.make(sc, copies, device, secret, audited, rng)
+        if audited or not shared:
+            copies_for = TimedCopies.make(sc, copies, device, secret, audited, rng)
+        else:
+            copies_for = pool = pool or TimedCopies.make(sc, copies, device, secret, False, rng)
         status, reason, error = _check(sc, workers[name], check_copy, copies_for, ref_out, ref_lse, timeout_s, rng=rng,
                                        deterministic=getattr(workers[name].spec, "deterministic", True))
         del check_copy
