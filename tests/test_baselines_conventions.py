@@ -230,22 +230,32 @@ def test_flashinfer_page_metadata():
     assert indices[4:12].tolist() == inputs.page_table[2, :8].tolist()
 
 
-def test_cudnn_band_keywords_follow_pybinds_signature_not_its_prose():
-    """FE 1.32's sdpa_fp8 documents `left_bound`/`right_bound` but takes `diagonal_band_*_bound` (the H200
-    refused the renamed call with "incompatible function arguments"); FE 1.23's took the short names."""
+def test_cudnn_band_keywords_follow_the_bindings_signature():
+    """FE 1.32 (read from its wheel): `cudnn.pygraph.sdpa_fp8` is a generic keyword capture whose doc names no
+    argument; the binding behind it (`cudnn._pybind_module.backend_graph`) takes `left_bound`/`right_bound` for
+    sdpa_fp8 and `diagonal_band_*_bound` for sdpa. Passing the long names to sdpa_fp8 was refused on the H200
+    ("incompatible function arguments"). FE 1.23: `pygraph` is the binding, sdpa_fp8 takes the short names."""
+    from types import SimpleNamespace
+
     from solbench.baselines.cudnn import _spelled_for
 
-    def method(doc):
-        def sdpa_fp8(**kw):
+    def method(name, doc):
+        def m(**kw):
             return kw
-        sdpa_fp8.__doc__ = doc
-        return sdpa_fp8
+        m.__name__, m.__doc__ = name, doc
+        return m
 
-    kw = {"q": 1, "diagonal_band_right_bound": 0}
-    fe132 = ("sdpa_fp8(self: cudnn._compiled_module.pygraph, q: cudnn_tensor, diagonal_band_left_bound: Optional[int] = "
-             "None, diagonal_band_right_bound: Optional[int] = None) -> list\n\n    right_bound (Optional[int]): ...")
-    fe123 = "sdpa_fp8(self: pygraph, q: cudnn_tensor, left_bound: Optional[int] = None, right_bound: Optional[int] = None)"
-    assert _spelled_for(method(fe132), kw) == kw
-    assert _spelled_for(method(fe123), kw) == {"q": 1, "right_bound": 0}
-    assert _spelled_for(method("Args:\n    right_bound (Optional[int]): ..."), kw) == {"q": 1, "right_bound": 0}
-    assert _spelled_for(method(""), kw) == kw
+    fp8_sig = "sdpa_fp8(self, q: tensor, sliding_window: object | None = None, left_bound: object | None = None, right_bound: object | None = None) -> list"
+    sdpa_sig = "sdpa(self, q: tensor, diagonal_band_left_bound: object | None = None, diagonal_band_right_bound: object | None = None) -> list"
+    capture = SimpleNamespace(sdpa_fp8=method("sdpa_fp8", "sdpa_fp8(...) -> ('O', 'Stats') (generic kwarg capture; see _CAPTURED_OPS)."),
+                              sdpa=method("sdpa", "sdpa(...) -> ('O', 'Stats') (generic kwarg capture; see _CAPTURED_OPS)."))
+    binding = SimpleNamespace(sdpa_fp8=method("sdpa_fp8", fp8_sig + "\n\n  Args: diagonal_band_left_bound ..."),
+                              sdpa=method("sdpa", sdpa_sig))
+    fe132 = SimpleNamespace(pygraph=capture, _pybind_module=SimpleNamespace(backend_graph=binding))
+    fe123 = SimpleNamespace(pygraph=binding)
+    kw = {"q": 1, "diagonal_band_left_bound": 128, "diagonal_band_right_bound": 0}
+    short = {"q": 1, "left_bound": 128, "right_bound": 0}
+    assert _spelled_for(fe132, "sdpa_fp8", kw) == short
+    assert _spelled_for(fe132, "sdpa", kw) == kw
+    assert _spelled_for(fe123, "sdpa_fp8", kw) == short
+    assert _spelled_for(SimpleNamespace(pygraph=capture), "sdpa_fp8", kw) == kw  # no typed signature: as given

@@ -38,24 +38,27 @@ def cudnn_bounds(sc: Scenario) -> tuple[int | None, int | None]:
     return left, right
 
 
-def _spelled_for(method, kw: dict) -> dict:
-    """Band-bound keywords as this frontend spells them: `diagonal_band_*_bound` (FE >= 1.2x) or the
-    older `left_bound` / `right_bound` (sdpa_fp8 in FE 1.23's tests). pybind's generated signature lines
-    (`sdpa_fp8(self: ..., diagonal_band_left_bound: ...)`) say which; the prose below them may not (FE 1.32
-    documents `left_bound` for sdpa_fp8 and takes only `diagonal_band_left_bound`: incompatible arguments
-    on the H200). Without a signature line, the prose decides."""
-    doc = method.__doc__ or ""
-    name = getattr(method, "__name__", "")
-    signature = " ".join(line for line in doc.splitlines()
-                         if name and line.lstrip("0123456789. ").startswith(f"{name}("))
+def _binding_signature(cudnn, op: str) -> str:
+    """The C++ binding's generated signature line of graph method `op` ("sdpa_fp8(self, q: ..., left_bound:
+    ...)"), or "". FE 1.32's `cudnn.pygraph` is a Python class whose sdpa methods capture keywords and forward
+    them verbatim to the binding (`cudnn._pybind_module.backend_graph`); before that, `pygraph` was the binding."""
+    for cls in (getattr(getattr(cudnn, "_pybind_module", None), "backend_graph", None), getattr(cudnn, "pygraph", None)):
+        doc = getattr(getattr(cls, op, None), "__doc__", None) or ""
+        for line in doc.splitlines():
+            line = line.lstrip("0123456789. ")
+            if line.startswith(f"{op}(") and ":" in line:  # a typed signature, not a summary like "sdpa_fp8(...)"
+                return line
+    return ""
+
+
+def _spelled_for(cudnn, op: str, kw: dict) -> dict:
+    """Band-bound keywords as the binding spells them for `op`: `diagonal_band_*_bound` (sdpa) or
+    `left_bound` / `right_bound` (sdpa_fp8 in FE 1.23 and 1.32: the H200 refused the long names with
+    "incompatible function arguments"). Read from the binding's signature; without one, as given."""
+    signature = _binding_signature(cudnn, op)
     out = dict(kw)
     for new, old in (("diagonal_band_left_bound", "left_bound"), ("diagonal_band_right_bound", "right_bound")):
-        if new not in out:
-            continue
-        if signature:
-            if f"{new}:" not in signature and f"{old}:" in signature:
-                out[old] = out.pop(new)
-        elif new not in doc and f" {old}" in doc:
+        if new in out and f"{new}:" not in signature and f"{old}:" in signature:
             out[old] = out.pop(new)
     return out
 
@@ -226,12 +229,12 @@ class Adapter(AdapterBase):
             for key, t in (("descale_q", per_input["descale_q"]), ("descale_k", per_input["descale_k"]),
                            ("descale_v", per_input["descale_v"]), ("scale_s", one), ("descale_s", one), ("scale_o", one)):
                 kw[key] = tensor(key, t.view(1, 1, 1, 1))
-            o, stats, amax_s, amax_o = g.sdpa_fp8(**_spelled_for(g.sdpa_fp8, kw))
+            o, stats, amax_s, amax_o = g.sdpa_fp8(**_spelled_for(cudnn, "sdpa_fp8", kw))
             for key, amax in (("amax_s", amax_s), ("amax_o", amax_o)):
                 amax.set_uid(UID[key]).set_output(False).set_dim((1, 1, 1, 1)).set_stride((1, 1, 1, 1)) \
                     .set_data_type(cudnn.data_type.FLOAT)
         else:
-            o, stats = g.sdpa(name="sdpa", compute_data_type=cudnn.data_type.FLOAT, **_spelled_for(g.sdpa, kw))
+            o, stats = g.sdpa(name="sdpa", compute_data_type=cudnn.data_type.FLOAT, **_spelled_for(cudnn, "sdpa", kw))
         o.set_uid(UID["o"]).set_output(True).set_dim((B, hq, sq, dv)).set_stride((sq * hq * dv, dv, hq * dv, 1))
         o.set_data_type(dt[inputs.out.dtype])
         pack[UID["o"]] = per_input["o"]
