@@ -39,3 +39,17 @@ def test_a_failing_scenario_costs_only_itself(tmp_path, monkeypatch, fault, stat
         [(o.scenario_id, o.status, o.reason) for o in others if o.status is not Status.PASSED]
     # The seed, in its own worker, is checked and timed on every scenario, the faulty one included.
     assert all(o.comparators["seed"]["status"] == "passed" for o in result.outcomes)
+
+
+def test_a_python_hosted_implementation_reports_its_kernels_for_the_triage(tmp_path):
+    """Python workers take one call's kernel records (torch.profiler) after the warm-up; the native seed's
+    come from its runner's CUPTI. Both reach the measurement's telemetry, where solbench triage reads them."""
+    reference = Path(__file__).resolve().parents[1] / "reference_kernels" / "torch_attention.py"
+    result = run(RunConfig(candidate=str(reference), suite="smoke", baselines=(), policy=QUICK, out_dir=tmp_path,
+                           max_scenarios=2))
+    for o in result.outcomes:
+        assert o.status is Status.PASSED, o.reason
+        for name in ("candidate", "seed"):
+            kernels = o.measurements[name].telemetry.get("kernels")
+            assert kernels and all(k["name"] and len(k["grid"]) == 3 and k["duration_ms"] > 0 for k in kernels), \
+                (name, kernels)

@@ -117,3 +117,35 @@ def test_no_recorded_honest_implementation_is_faster_than_light():
             for m in (o.measurements.values() if o.bound else ()):
                 best = max(best, o.bound["bound_ms"] / median(m.samples_ms))
     assert 0.85 < best < 1 - FTL_TOLERANCE  # FlashInfer's split-KV decode: 91 % of SOL (97.9 % of attainable)
+
+
+def test_python_hosted_kernel_records_come_from_the_profilers_trace_and_ride_on_every_round(monkeypatch):
+    """A Python worker takes one call's kernels after the warm-up (solbench.sandbox.kernel_records) and
+    sends them with each round's telemetry, as the native runner's CUPTI records come."""
+    from solbench.sandbox import kernel_records, worker
+
+    trace = {"traceEvents": [
+        {"cat": "cpu_op", "name": "aten::empty", "ts": 1},
+        {"cat": "kernel", "name": "combine", "ts": 30, "dur": 4.0, "args": {"grid": [8, 1, 1], "block": [128, 1, 1], "stream": 7}},
+        {"cat": "kernel", "name": "split_kv", "ts": 10, "dur": 120.0, "args": {"grid": [132, 8, 1], "block": [256, 1, 1], "stream": 7}},
+        {"cat": "gpu_memset", "name": "Memset", "ts": 5, "dur": 1.0}]}
+    recs = kernel_records.kernels_from_trace(trace)
+    assert [r["name"] for r in recs] == ["split_kv", "combine"]
+    assert recs[0] == {"name": "split_kv", "grid": [132, 8, 1], "block": [256, 1, 1], "duration_ms": 0.12, "stream": 7}
+
+    state = object.__new__(worker._WorkerState)  # its commands without a process or a device
+    state.device, state.calls, state.kernels = "cuda", [lambda: None], None
+    state.timer = type("T", (), {"warm_up": lambda self, calls: None,
+                                 "take": lambda self, calls, n: []})()
+    monkeypatch.setattr(kernel_records, "record_kernels", lambda call: (recs, ""))
+    monkeypatch.setattr("solbench.sandbox.worker._device_index", lambda device: -1)
+    state.warm_up(None)
+    assert state.round({"order": []})["telemetry"]["kernels"] == recs
+    state.release = worker._WorkerState.release.__get__(state)
+    monkeypatch.setattr(state, "_release_memory", lambda: None)
+    state.release()
+    assert state.kernels is None  # the next scenario takes its own
+    monkeypatch.setattr(kernel_records, "record_kernels", lambda call: (None, "CUPTI refused"))
+    state.calls = [lambda: None]
+    state.warm_up(None)
+    assert "kernels" not in state.round({"order": []})["telemetry"]

@@ -358,6 +358,7 @@ class _WorkerState:
         self.impl = load_impl(spec, device)
         self.check_call = None
         self.calls = []
+        self.kernels = None  # one call's kernel records (kernel_records.py), taken after each warm-up
 
     def _release_memory(self):
         import gc
@@ -380,6 +381,7 @@ class _WorkerState:
         device, so the next implementation to prepare a large scenario finds the memory free."""
         self.check_call = None
         self.calls = []
+        self.kernels = None
         self._release_memory()
 
     def prepare(self, payload):
@@ -410,6 +412,12 @@ class _WorkerState:
 
     def warm_up(self, payload):
         self.timer.warm_up(self.calls)
+        if self.device == "cuda" and self.calls:  # for the triage: once a scenario, never a timed call
+            from solbench.sandbox.kernel_records import record_kernels
+
+            self.kernels, why = record_kernels(self.calls[0])
+            if why:
+                print(f"{WORKER_LOG_PREFIX} no kernel records: {why}", flush=True)
         return None
 
     def round(self, payload):
@@ -421,11 +429,14 @@ class _WorkerState:
         order = payload["order"]
         with TelemetrySampler(_device_index(self.device)) as sampler:
             samples = self.timer.take([self.calls[i] for i in order], len(order))
+        telemetry = sampler.summary()
+        if self.kernels is not None:
+            telemetry["kernels"] = self.kernels
         return {
             "device_ms": [s.device_ms for s in samples],
             "host_ms": [s.host_ms for s in samples],
             "flags": sorted({f for s in samples for f in s.flags}),
-            "telemetry": sampler.summary(),
+            "telemetry": telemetry,
         }
 
     def launcher_split(self, payload):
