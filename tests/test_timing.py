@@ -426,3 +426,19 @@ def test_l2_flush_is_a_recorded_policy_field():
     assert with_overrides(TimingPolicy(), "l2_flush=both").l2_flush == "both"
     with pytest.raises(ConfigError, match="l2_flush"):
         TimingPolicy(l2_flush="erase")
+
+
+def test_the_supervisor_hands_cached_blocks_back_after_each_reference(monkeypatch):
+    """Its allocator's cached blocks are memory no worker's library can use (sdpa-efficient ran out beside
+    97 GB held by the supervisor on the H200); CPU runs have nothing to hand back."""
+    import torch
+
+    from solbench.supervisor import evaluate
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
+    monkeypatch.setattr(torch.cuda, "ipc_collect", lambda: calls.append("ipc_collect"))
+    evaluate._return_cached_memory("cpu")
+    assert calls == []
+    evaluate._return_cached_memory("cuda")
+    assert calls == ["empty_cache", "ipc_collect"]
