@@ -473,3 +473,38 @@ def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds,
     measurements, _ = _time_interleaved(workers, timed, policy, 10.0, "host_clock")
     assert (CLOCK_GAP in measurements["candidate"].flags) is flagged
     assert workers["candidate"].rounds == 2 + 4  # the two rounds, then the four that confirm or clear
+
+
+def test_comparators_are_checked_while_the_reference_is_computed_and_the_candidate_after(tmp_path, monkeypatch):
+    """The comparators' prepare and check requests go out from threads of their own while the supervisor
+    computes the reference (libraries' JIT and plan building hide behind it); the candidate's check, with its
+    input fingerprints, runs alone afterwards on the supervisor's own thread. Verdicts are the same."""
+    import threading
+    import time
+
+    from solbench.supervisor import evaluate, reference
+
+    events = []
+    real_reference, real_call = reference.reference, evaluate._checked_call
+
+    def slow_reference(inp, **kw):
+        events.append(("reference begins", threading.current_thread() is threading.main_thread()))
+        time.sleep(0.5)
+        out = real_reference(inp, **kw)
+        events.append(("reference ends", None))
+        return out
+
+    def logged_call(worker, *args, **kw):
+        events.append((f"check {worker.spec.name}", threading.current_thread() is threading.main_thread()))
+        return real_call(worker, *args, **kw)
+
+    monkeypatch.setattr(reference, "reference", slow_reference)
+    monkeypatch.setattr(evaluate, "_checked_call", logged_call)
+    result = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path,
+                           max_scenarios=1, seed=GOOD, baselines=()))
+    assert result.outcomes[0].status is Status.PASSED, result.outcomes[0].reason
+    assert result.outcomes[0].comparators["seed"]["status"] == "passed"
+    names = [e[0] for e in events]
+    assert names.index("check seed") < names.index("reference ends") < names.index("check candidate")
+    assert dict(events)["check seed"] is False and dict(events)["check candidate"] is True
+    assert dict(events)["reference begins"] is True

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 
 from solbench.core.model import Measurement, Outcome, Status
@@ -170,38 +171,55 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
                 worker.request("release", None, timeout_s)
             except WorkerFailure:
                 pass  # a broken worker is restarted by its next request and holds nothing
-    ref_out, ref_lse = reference(trial0)
-    _return_cached_memory(device)
-    t = trace(f"{sc.id} reference", t)
     comparators: dict[str, dict] = {}
     timed: dict[str, TimedCopies] = {}
-    # Comparators first, then the candidate.
-    for name in [n for n in workers if n != "candidate"] + ["candidate"]:
-        if name in claims:
-            ok, why = claims[name]
-            if not ok and name == "candidate":
-                candidate = (Status.SKIPPED, f"not supported: {why}", None)
-                continue
+    # The comparators (trusted) first, their prepare and check requests each from a thread of its own while
+    # this one computes the reference: libraries' JIT and plan building (FA4 2.5 s, torch-cudnn 1.7 s a
+    # scenario on the H200) overlap it and each other; nothing here is timed. Not where memory is short
+    # (fewer copies than the policy's): there the reference's temporaries go back to the device first.
+    overlap = not shared and copies == policy.rotate_inputs
+    pending = {}
+    with ThreadPoolExecutor(max_workers=max(1, len(workers))) as threads:
+        if not overlap:
+            ref_out, ref_lse = reference(trial0)
+            _return_cached_memory(device)
+            t = trace(f"{sc.id} reference", t)
+        for name in [n for n in workers if n != "candidate"]:
+            ok, why = claims.get(name, (True, ""))
             if not ok:
                 comparators[name] = {"status": Status.SKIPPED.value, "reason": f"not supported: {why}", "error": None}
                 continue
-        audited = name == "candidate"
-        # The candidate gets copies of its own; trusted comparators share trial 0's input tensors.
-        check_copy = clone_inputs(trial0) if audited else trial0.with_outputs()
-        if audited or not shared:
-            copies_for = TimedCopies.make(sc, copies, device, secret, audited, rng)
-        else:
-            copies_for = pool = pool or TimedCopies.make(sc, copies, device, secret, False, rng)
-        status, reason, error = _check(sc, workers[name], check_copy, copies_for, ref_out, ref_lse, timeout_s, rng=rng,
-                                       deterministic=getattr(workers[name].spec, "deterministic", True))
-        del check_copy
-        if audited:
-            candidate = (status, reason, error)
-        else:
+            check_copy = trial0.with_outputs()  # trusted comparators share trial 0's input tensors
+            copies_for = pool = (pool or TimedCopies.make(sc, copies, device, secret, False, rng)) if shared else \
+                TimedCopies.make(sc, copies, device, secret, False, rng)
+            call = threads.submit(_checked_call, workers[name], check_copy, copies_for, timeout_s, False, device)
+            pending[name] = (check_copy, copies_for, call)
+            if not overlap:
+                wait([call])  # one at a time, as memory allows
+        if overlap:
+            ref_out, ref_lse = reference(trial0)
+            t = trace(f"{sc.id} reference", t)
+        for name, (check_copy, copies_for, call) in pending.items():
+            status, reason, error = _comparator_verdict(sc, workers[name], check_copy, copies_for, call, ref_out, ref_lse)
             comparators[name] = {"status": status.value, "reason": reason, "error": error.__dict__ if error else None}
-        if status is Status.PASSED:
-            timed[name] = copies_for
-        t = trace(f"{sc.id} check {name}", t)
+            if status is Status.PASSED:
+                timed[name] = copies_for
+            t = trace(f"{sc.id} check {name}", t)  # overlapped: what the reference did not hide
+    del pending
+    if overlap:
+        _return_cached_memory(device)
+    # Then the candidate, alone on the GPU.
+    ok, why = claims.get("candidate", (True, ""))
+    if not ok:
+        return (Status.SKIPPED, f"not supported: {why}", None), comparators, timed
+    check_copy = clone_inputs(trial0)  # the candidate gets copies of its own
+    copies_for = TimedCopies.make(sc, copies, device, secret, True, rng)
+    candidate = _check(sc, workers["candidate"], check_copy, copies_for, ref_out, ref_lse, timeout_s, rng=rng,
+                       deterministic=getattr(workers["candidate"].spec, "deterministic", True))
+    del check_copy
+    if candidate[0] is Status.PASSED:
+        timed["candidate"] = copies_for
+    trace(f"{sc.id} check candidate", t)
     return candidate, comparators, timed
 
 
@@ -218,8 +236,7 @@ def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse,
     audited = timed.audited
     before = input_fingerprint(check_copy, key) if audited else None
     try:
-        info = worker.request("prepare", {"check": check_copy, "rotation": timed.copies}, timeout_s + worker.setup_s)
-        reply = worker.request("check", {"keep": audited}, timeout_s)
+        info, reply = _checked_call(worker, check_copy, timed, timeout_s, audited)
     except WorkerFailure as exc:
         return FAILURE_STATUS[exc.kind], str(exc), None
     if isinstance(reply, dict):
@@ -251,6 +268,32 @@ def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse,
         return Status.NONDETERMINISTIC, (f"two checked calls on the same inputs differ in {differ} output elements "
                                          "(a race, uninitialised memory, or atomics; a kernel that is meant to be "
                                          "non-deterministic declares it: see the README's Candidates section)"), verdict.error
+    return verdict.status, verdict.reason, verdict.error
+
+
+def _checked_call(worker: Worker, check_copy, timed: TimedCopies, timeout_s, keep: bool, device: str = "cpu"):
+    """(prepare's reply, the check call's reply) of one implementation: a fresh prepare binds its check copy
+    and its timing copies, then the check copy is called once. Runs in a thread of its own for a comparator."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()  # binds this thread to the device's context (the IPC tokens are driver calls)
+    info = worker.request("prepare", {"check": check_copy, "rotation": timed.copies}, timeout_s + worker.setup_s)
+    return info, worker.request("check", {"keep": keep}, timeout_s)
+
+
+def _comparator_verdict(sc, worker: Worker, check_copy, timed: TimedCopies, call, ref_out, ref_lse):
+    """(status, reason, ErrorStats | None) of a comparator's check call (`call`: the Future of _checked_call)."""
+    from solbench.supervisor.verdict import judge
+
+    try:
+        info, reply = call.result()
+    except WorkerFailure as exc:
+        return FAILURE_STATUS[exc.kind], str(exc), None
+    if isinstance(reply, dict):
+        return Status.SKIPPED, f"declined (unsupported): {reply['unsupported']}", None
+    info["writes_lse"] = worker.writes_lse = timed.writes_lse = bool(info["writes_lse"])
+    verdict = judge(check_copy.out, check_copy.lse, ref_out, ref_lse, sc.dtype, writes_lse=info["writes_lse"])
     return verdict.status, verdict.reason, verdict.error
 
 
