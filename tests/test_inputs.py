@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from solbench.core import masks
-from solbench.supervisor.inputs import PROFILES, make_inputs
+from solbench.supervisor.inputs import PROFILES, make_inputs, with_outputs
 from solbench.core.tensors import poisoned
 from solbench.core.scenario import MaskSpec, Scenario
 
@@ -100,7 +100,7 @@ def test_outputs_start_poisoned_and_poison_is_not_an_ordinary_nan():
     inp.lse[1, 2] = float("nan")  # a NaN the kernel computed is not "unwritten"
     assert not poisoned(inp.out)[0].any() and poisoned(inp.out)[1:].all()
     assert not poisoned(inp.lse)[1, 2] and poisoned(inp.lse).sum() == inp.lse.numel() - 1
-    fresh = inp.with_outputs()
+    fresh = with_outputs(inp)
     assert poisoned(fresh.out).all() and fresh.out.data_ptr() != inp.out.data_ptr()
     inp.poison()
     assert poisoned(inp.out).all()

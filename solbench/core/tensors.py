@@ -13,7 +13,7 @@ Layouts (token-major, heads inside):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 from solbench.core.scenario import Scenario
 
@@ -54,19 +54,14 @@ class Inputs:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of every tensor, outputs included: what one more copy of these inputs costs."""
+        """Bytes of every tensor, outputs included (on a GPU a copy takes its allocations' rounded sizes:
+        solbench.supervisor.inputs.footprint_bytes)."""
         return sum(t.nbytes for f in fields(self) if hasattr(t := getattr(self, f.name), "nbytes"))
 
     def poison(self) -> None:
         """Fill out and lse with the poison pattern (call before every run of an implementation)."""
         fill_poison(self.out)
         fill_poison(self.lse)
-
-    def with_outputs(self) -> "Inputs":
-        """The same inputs with fresh, poisoned, guarded output buffers (one set per implementation)."""
-        fresh = replace(self, out=guarded_like(self.out), lse=guarded_like(self.lse))
-        fresh.poison()
-        return fresh
 
     def sequence_kv(self, b: int, dequantize: bool = True):
         """Sequence b's keys and values, [kv_len, heads_kv, d], gathered from pages if paged.
@@ -134,29 +129,18 @@ def poisoned(t) -> "torch.Tensor":
 
 
 GUARD_BYTES = 4096
-"""Bytes of canary on each side of every output buffer (a multiple of 256: the output keeps cudaMalloc's
-alignment)."""
+"""Bytes of canary on each side of every output buffer (a multiple of 256: the output keeps its allocation's
+alignment). The supervisor allocates the buffers (solbench.supervisor.inputs.guarded_empty)."""
 CANARY = 0xC3
 """The byte every guard holds; a write past either end of out or lse changes it."""
 
 
-def guarded_empty(shape, dtype, device):
-    """An uninitialised tensor inside a buffer with GUARD_BYTES of CANARY before and after it, so writes past
-    its ends are seen (guard_damage) instead of landing silently in a neighbouring allocation."""
-    import math
-
-    import torch
-
-    nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
-    buf = torch.full((GUARD_BYTES + nbytes + GUARD_BYTES,), CANARY, dtype=torch.uint8, device=device)
-    return buf[GUARD_BYTES:GUARD_BYTES + nbytes].view(dtype).view(shape)
-
-
-def guarded_like(t):
-    """A guarded copy of t's shape and dtype (contents: t's)."""
-    fresh = guarded_empty(tuple(t.shape), t.dtype, t.device)
-    fresh.copy_(t)
-    return fresh
+def guarded_view(buf, shape, dtype):
+    """The tensor of `shape` and `dtype` in the middle of `buf` (uint8, GUARD_BYTES longer than it at each
+    end), whose guards are set to CANARY here, so writes past its ends are seen (guard_damage) instead of
+    landing silently in a neighbouring allocation."""
+    buf.fill_(CANARY)
+    return buf[GUARD_BYTES:buf.numel() - GUARD_BYTES].view(dtype).view(tuple(shape))
 
 
 def guard_damage(t) -> int:

@@ -4,9 +4,12 @@ Runner side: `Worker(spec, device, policy, log_path)` with `start(timeout_s)` an
 timeout_s)`; a worker that dies (segfault), hangs (timeout) or reports an error is killed and restarted on
 the next request. Worker side: `_serve` loads the implementation and says first whether that worked (a
 candidate that cannot be imported is a load failure, not one crash per scenario), then holds it, the
-inputs the supervisor shared with it and a Timer. The supervisor allocates every tensor (CUDA IPC on a
-GPU, shared memory on CPU): the worker only calls, and the supervisor reads the outputs and checks the
-inputs in its own memory, so nothing the worker reports decides a verdict.
+inputs the supervisor shared with it and a Timer. The supervisor allocates every tensor (on a GPU each in
+an allocation of its own, sent as its CUDA IPC token: solbench.gpu.ipc; shared memory on CPU): the worker
+only calls, and the supervisor reads the outputs and checks the inputs in its own memory, so nothing the
+worker reports decides a verdict. A worker that dies holding a scenario's tensors leaves nothing behind:
+the driver unmaps a dead process's mappings, and the supervisor frees what it lent once the worker let go
+of it or is gone (solbench.gpu.device_memory).
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ WORKER_LOG_PREFIX = "[solbench worker]"
 
 LOAD_FAILED = "load_failed"
 """First message of a worker whose implementation could not be loaded (import error, missing symbol)."""
+
+LETS_GO = ("release", "prepare")
+"""Commands after whose 'ok' the worker holds none of the tensors it was sent before them."""
 
 MAX_REPLY_BYTES = 16 << 20
 """A reply is JSON of at most this size: the supervisor never unpickles what the candidate's process wrote
@@ -110,9 +116,13 @@ class Worker:
     """Extra seconds a 'prepare' may take beyond the per-scenario timeout (a baseline's JIT compile)."""
 
     def __post_init__(self):
+        from solbench.gpu import device_memory
+
         self._proc = None
         self._conn = None
         self._scratch = None
+        self._holder = device_memory.new_holder()
+        """Who the supervisor's device allocations are lent to when sent to this worker."""
         self.writes_lse = True
         """Whether the implementation writes LSE (learnt from the worker's prepare reply)."""
         self.sandbox = ""
@@ -123,6 +133,9 @@ class Worker:
         (kind 'load' with the worker's one-line reason, 'crash' or 'timeout')."""
         import torch.multiprocessing  # registers tensor reductions for the pipe  # noqa: F401
 
+        from solbench.gpu import device_memory
+
+        device_memory.returned(self._holder)  # no process of this handle's is alive: none maps anything
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         self._scratch = scratch_dir(self.spec)
@@ -149,36 +162,40 @@ class Worker:
 
     def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
         """Send one command and wait for its reply; raise WorkerFailure (and reset) on any failure."""
+        from solbench.gpu import device_memory
+
         if not self.running:
             self.start(timeout_s)
+        mark = device_memory.loan_mark(self._holder) if cmd in LETS_GO else None
         try:
-            self._conn.send((cmd, payload))
+            self._send((cmd, payload))
         except (BrokenPipeError, ConnectionResetError):
             self._died(cmd)
         status, value = self._receive(cmd, timeout_s)
+        if mark is not None and status == "ok":
+            device_memory.returned(self._holder, mark)  # it closed its mappings of what it was sent before
         if status == ERROR_CONTEXT_INTACT:
             # A trusted implementation (seed, baseline) raised, and its CUDA context still works: keep the
             # worker, and with it the library's compiled kernels and plans.
             raise WorkerFailure("error", f"{self.spec.name}: {value}")
         if status in ("error", "tampered"):
-            self._hand_back()
-            self.stop(kill=True)  # the CUDA context may be poisoned (illegal address): start afresh
+            # Killed: the CUDA context may be poisoned (illegal address). What it was lent is freed once it is
+            # gone (stop), so it need not be asked to let go first.
+            self.stop(kill=True)
             raise WorkerFailure(status, f"{self.spec.name}: {value}")
         if cmd == "round" and isinstance(value, dict) and isinstance(value.get("telemetry"), dict):
             value["telemetry"]["sandbox"] = self.sandbox
         return value
 
-    def _hand_back(self, timeout_s: float = 5.0) -> None:
-        """Ask a worker that is about to be killed to drop the supervisor's tensors first. CUDA IPC keeps a
-        shared block allocated in the supervisor until every process that mapped it frees it: a worker killed
-        while holding a scenario's inputs leaks them there for the rest of the run (on the H200 a candidate
-        that raised on every scenario of split-KV decode ran the supervisor out of 140 GB in 13 scenarios).
-        A worker that does not answer in time is killed all the same."""
-        try:
-            self._conn.send(("release", None))
-            _recv_within(self._conn, timeout_s, lambda: _kill_group(self._proc))
-        except (OSError, EOFError, ValueError, Stalled):
-            pass
+    def _send(self, message) -> None:
+        """A command down the pipe: on a GPU pickled by solbench.gpu.ipc (tensors as tokens of their own
+        allocations, lent to this worker), on the CPU as torch.multiprocessing shares tensors."""
+        if str(self.device).startswith("cuda"):
+            from solbench.gpu import ipc
+
+            self._conn.send_bytes(ipc.dumps(message, self._holder))
+        else:
+            self._conn.send(message)
 
     def _receive(self, what: str, timeout_s: float):
         """The worker's next (status, value); WorkerFailure (and reset) when it hangs or dies first."""
@@ -220,6 +237,9 @@ class Worker:
         self._proc = self._conn = None
         remove_scratch(self._scratch)
         self._scratch = None
+        from solbench.gpu import device_memory
+
+        device_memory.returned(self._holder)  # the process is gone, and its mappings with it
 
     def _log_tail(self, lines: int = 3) -> str:
         try:
@@ -282,9 +302,14 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
     print(f"{WORKER_LOG_PREFIX} start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
     while True:
         try:
-            cmd, payload = conn.recv()
+            cmd, payload = conn.recv()  # on a GPU this maps the tensors it names (solbench.gpu.ipc)
         except EOFError:
             return
+        except Exception as exc:  # the message was read whole: the pipe is still in step
+            traceback.print_exc()
+            _reply(conn, "error", f"the supervisor's tensors could not be mapped: {type(exc).__name__}: "
+                                  f"{_first_line(exc)}")
+            continue
         if cmd == "quit":
             return
         try:
@@ -359,6 +384,7 @@ class _WorkerState:
         self.check_call = None
         self.calls = []
         self.kernels = None  # one call's kernel records (kernel_records.py), taken after each warm-up
+        self.mapped = []  # the supervisor's allocations mapped for the scenario held (solbench.gpu.device_memory)
 
     def _release_memory(self):
         import gc
@@ -376,17 +402,25 @@ class _WorkerState:
 
             torch.cuda.synchronize()
 
-    def release(self, payload=None):
-        """Drop the scenario's tensors (the supervisor's memory) and hand the cached blocks back to the
-        device, so the next implementation to prepare a large scenario finds the memory free."""
+    def release(self, payload=None, keep=()):
+        """Drop the scenario's tensors and unmap the supervisor's allocations (but those in `keep`), which it
+        frees once told, and hand the cached blocks back to the device, so the next implementation to
+        prepare a large scenario finds the memory free."""
         self.check_call = None
         self.calls = []
         self.kernels = None
         self._release_memory()
+        for mapping in getattr(self, "mapped", ()):  # after the synchronize: no kernel still reads them
+            if mapping not in keep:
+                mapping.close()
+        self.mapped = list(keep)
 
     def prepare(self, payload):
-        """Bind the supervisor's inputs: payload {"check": Inputs, "rotation": [Inputs, ...]}."""
-        self.release()  # a worker never holds two scenarios at once
+        """Bind the supervisor's inputs: payload {"check": Inputs, "rotation": [Inputs, ...]}, whose
+        allocations were mapped as the payload was received."""
+        from solbench.gpu import device_memory
+
+        self.release(keep=device_memory.take_opened())  # a worker never holds two scenarios at once
         self.check_call = self.impl.bind(payload["check"])
         self.calls = [self.impl.bind(inp) for inp in payload["rotation"]]
         return {"writes_lse": bool(getattr(self.impl, "writes_lse", True))}

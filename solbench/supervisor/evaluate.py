@@ -97,7 +97,6 @@ def _return_cached_memory(device: str) -> None:
 
         gc.collect()
         torch.cuda.empty_cache()
-        torch.cuda.ipc_collect()  # blocks the workers have let go of since
 
 
 def _device_bytes(device: str) -> int:
@@ -152,25 +151,26 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
 def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
     """Check every implementation on trial 0: the candidate's verdict, the comparators' records, and the
     input copies (TimedCopies) of those that passed, which are the ones timed."""
-    from solbench.supervisor.inputs import clone_inputs, make_inputs
+    from solbench.supervisor.inputs import clone_inputs, footprint_bytes, make_inputs, with_outputs
     from solbench.supervisor.reference import reference
 
     t = time.perf_counter()
-    rng = scenario_rng(sc, secret)
-    trial0 = make_inputs(sc, trial=0, device=device, secret=secret)
-    copy_bytes, device_bytes = trial0.nbytes, _device_bytes(device)
-    claims = {n: supports[n](sc) for n in workers if n in supports}  # (ok, why); unlisted: always run
-    holders = sum(1 for n in workers if claims.get(n, (True, ""))[0])  # those that will prepare
-    shared = comparators_share(copy_bytes, holders, device_bytes)
-    copies = input_copies(policy, copy_bytes, min(holders, 2) if shared else holders, device_bytes)
-    pool = None  # the comparators' one set of copies when they share
-    # Workers still hold the previous scenario's copies until their own prepare: free them all first.
+    # Workers still map the previous scenario's copies until they let go (solbench.gpu.device_memory frees
+    # them then): have them let go before this scenario's inputs are made.
     for worker in workers.values():
         if worker.running:
             try:
                 worker.request("release", None, timeout_s)
             except WorkerFailure:
                 pass  # a broken worker is restarted by its next request and holds nothing
+    rng = scenario_rng(sc, secret)
+    trial0 = make_inputs(sc, trial=0, device=device, secret=secret)
+    copy_bytes, device_bytes = footprint_bytes(trial0), _device_bytes(device)
+    claims = {n: supports[n](sc) for n in workers if n in supports}  # (ok, why); unlisted: always run
+    holders = sum(1 for n in workers if claims.get(n, (True, ""))[0])  # those that will prepare
+    shared = comparators_share(copy_bytes, holders, device_bytes)
+    copies = input_copies(policy, copy_bytes, min(holders, 2) if shared else holders, device_bytes)
+    pool = None  # the comparators' one set of copies when they share
     comparators: dict[str, dict] = {}
     timed: dict[str, TimedCopies] = {}
     # The comparators (trusted) first, their prepare and check requests each from a thread of its own while
@@ -189,7 +189,7 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
             if not ok:
                 comparators[name] = {"status": Status.SKIPPED.value, "reason": f"not supported: {why}", "error": None}
                 continue
-            check_copy = trial0.with_outputs()  # trusted comparators share trial 0's input tensors
+            check_copy = with_outputs(trial0)  # trusted comparators share trial 0's input tensors
             copies_for = pool = (pool or TimedCopies.make(sc, copies, device, secret, False, rng)) if shared else \
                 TimedCopies.make(sc, copies, device, secret, False, rng)
             call = threads.submit(_checked_call, workers[name], check_copy, copies_for, timeout_s, False, device)

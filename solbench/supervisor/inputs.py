@@ -1,6 +1,11 @@
 """Seeded inputs for one scenario, made by the supervisor and shared with the workers (see
 solbench.core.tensors for the layouts). Content is drawn from (scenario, trial, the run's secret): stable
 for a given secret, unpredictable to a candidate that does not know it.
+
+On a GPU every tensor a worker is given lives in a device allocation of its own (solbench.gpu.device_memory),
+never in a segment of torch's caching allocator: a worker maps whole allocations, so it reaches that tensor
+(and an output's guard bytes) and nothing else of the supervisor's. On the CPU they are ordinary tensors,
+which the workers get as shared memory.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import numpy as np
 
 from solbench.core import masks
 from solbench.core.scenario import Scenario
-from solbench.core.tensors import INPUT_FIELDS, Inputs, guarded_empty, guarded_like, torch_dtype
+from solbench.core.tensors import GUARD_BYTES, INPUT_FIELDS, Inputs, guarded_view, torch_dtype
 
 FP8_TARGET_AMAX = 240.0  # quantise into [-240, 240] of e4m3's 448 so descales are never 1
 
@@ -194,14 +199,69 @@ def make_inputs(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
 
     out = guarded_empty((sc.total_q, sc.heads_q, sc.head_dim_v), torch_dtype(sc.out_dtype), device)
     lse = guarded_empty((sc.total_q, sc.heads_q), torch.float32, device)
-    inputs = Inputs(
-        scenario=sc, **values,
-        cu_seqlens_q=offsets(sc.q_lens), cu_seqlens_kv=offsets(sc.kv_lens),
-        kv_lens=torch.tensor(sc.kv_lens, dtype=torch.int32, device=device),
-        page_table=page_table, mask_bits=mask_bits, out=out, lse=lse,
-    )
+    made = dict(values, cu_seqlens_q=offsets(sc.q_lens), cu_seqlens_kv=offsets(sc.kv_lens),
+                kv_lens=torch.tensor(sc.kv_lens, dtype=torch.int32, device=device), page_table=page_table,
+                mask_bits=mask_bits)
+    inputs = Inputs(scenario=sc, **{name: _own(t) for name, t in made.items()}, out=out, lse=lse)
     inputs.poison()
     return inputs
+
+
+def _on_gpu(device) -> bool:
+    return str(device).startswith("cuda")
+
+
+def _own(t):
+    """t itself on the CPU; on a GPU, a copy in an allocation of its own (t was made by torch's allocator)."""
+    if t is None or not _on_gpu(t.device):
+        return t
+    from solbench.gpu import device_memory
+
+    return device_memory.copy_of(t)
+
+
+def _own_clone(t):
+    """A copy of t that shares nothing with it (on a GPU, in an allocation of its own)."""
+    return _own(t) if _on_gpu(t.device) else t.clone()
+
+
+def guarded_empty(shape, dtype, device):
+    """An uninitialised tensor inside a buffer with GUARD_BYTES of CANARY before and after it (see
+    solbench.core.tensors.guarded_view); on a GPU the buffer is an allocation of its own."""
+    import math
+
+    nbytes = 2 * GUARD_BYTES + math.prod(shape) * dtype.itemsize
+    if _on_gpu(device):
+        from solbench.gpu import device_memory
+
+        buf = device_memory.empty_bytes(nbytes, device)
+    else:
+        import torch
+
+        buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    return guarded_view(buf, shape, dtype)
+
+
+def guarded_like(t):
+    """A guarded copy of t's shape and dtype (contents: t's)."""
+    fresh = guarded_empty(tuple(t.shape), t.dtype, t.device)
+    fresh.copy_(t)
+    return fresh
+
+
+def footprint_bytes(inputs: Inputs) -> int:
+    """Device bytes one copy of these inputs takes: Inputs.nbytes, but on a GPU each tensor's allocation as
+    the driver made it (rounded up to solbench.gpu.device_memory.IPC_GRANULE, guards included)."""
+    if not _on_gpu(inputs.device):
+        return inputs.nbytes
+    from solbench.gpu import device_memory
+
+    total = 0
+    for f in fields(inputs):
+        if hasattr(t := getattr(inputs, f.name), "nbytes"):
+            allocation = device_memory.allocation_of(t)
+            total += allocation.size if allocation is not None else t.nbytes
+    return total
 
 
 def _quantize_fp8(x, mode: str, kv_head_axis: int):
@@ -238,7 +298,14 @@ def refill(target: Inputs, values: dict) -> None:
 def clone_inputs(inputs: Inputs) -> Inputs:
     """A deep copy (every tensor cloned), poisoned outputs included: one implementation's own copy."""
 
-    copy = replace(inputs, **{f.name: (guarded_like(t) if f.name in ("out", "lse") else t.clone())
+    copy = replace(inputs, **{f.name: (guarded_like(t) if f.name in ("out", "lse") else _own_clone(t))
                               for f in fields(inputs) if hasattr(t := getattr(inputs, f.name), "clone")})
     copy.poison()
     return copy
+
+
+def with_outputs(inputs: Inputs) -> Inputs:
+    """The same inputs with fresh, poisoned, guarded output buffers (one set per implementation)."""
+    fresh = replace(inputs, out=guarded_like(inputs.out), lse=guarded_like(inputs.lse))
+    fresh.poison()
+    return fresh

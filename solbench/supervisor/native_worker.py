@@ -60,7 +60,7 @@ def runner_argv(runner: Path, spec: ImplSpec, policy: TimingPolicy, device_index
 
 def copy_line(inputs, token=None) -> str:
     """One 'copy' line: the parameter struct as solbench.abi fills it, then each pointer field's token
-    (`token(tensor)`; default: its CUDA IPC token)."""
+    (`token(tensor)`; default: its CUDA IPC token, solbench.gpu.ipc)."""
     from solbench import abi
 
     if token is None:
@@ -144,9 +144,13 @@ class NativeWorker:
     maps the supervisor's tensors through CUDA IPC."""
 
     def __post_init__(self):
+        from solbench.gpu import device_memory
+
         self._proc: subprocess.Popen | None = None
         self._buffer = b""
         self._scratch = None
+        self._holder = device_memory.new_holder()
+        """Who the supervisor's device allocations are lent to when their tokens go to this runner."""
         self.writes_lse = True
 
     @property
@@ -161,7 +165,9 @@ class NativeWorker:
         import torch
 
         from solbench.build.native import build_runner, cupti_library
+        from solbench.gpu import device_memory
 
+        device_memory.returned(self._holder)  # no runner of this handle's is alive: none maps anything
         if self.runner is None:
             self.runner = build_runner(self.arch)
         env = dict(os.environ)
@@ -194,15 +200,20 @@ class NativeWorker:
         self.description = json.loads(body)
 
     def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
+        from solbench.gpu import device_memory
+
         if not self.running:
             self.start(timeout_s)
-        if cmd == "prepare":
-            return self._prepare(payload, timeout_s + self.setup_s)
+        if cmd in ("prepare", "release"):  # the runner unmaps every earlier copy first (runner.cu release_all)
+            mark = device_memory.loan_mark(self._holder)
+            value = self._prepare(payload, timeout_s + self.setup_s) if cmd == "prepare" else self._ask(cmd, timeout_s)
+            device_memory.returned(self._holder, mark)
+            return value
         if cmd == "check":
             return self._ask(f"check {int(bool((payload or {}).get('keep')))}", timeout_s)
         if cmd == "round":
             return self._round(payload["order"], timeout_s)
-        if cmd in ("warm_up", "launcher_split", "release"):
+        if cmd in ("warm_up", "launcher_split"):
             return self._ask(cmd, timeout_s)
         raise ValueError(f"NativeWorker: unknown command {cmd!r}")
 
@@ -233,6 +244,9 @@ class NativeWorker:
         self._proc = None
         remove_scratch(self._scratch)
         self._scratch = None
+        from solbench.gpu import device_memory
+
+        device_memory.returned(self._holder)  # the runner is gone, and its mappings with it
 
     # ------------------------------------------------------------------ commands
 
@@ -244,8 +258,10 @@ class NativeWorker:
         else:
             from solbench.gpu import ipc
 
-            ipc.forget()  # the allocations behind earlier handles may have been freed and reused
-            lines = [f"prepare {len(copies)}", *(copy_line(c) for c in copies)]
+            def token(tensor):  # lent to this runner until it lets go (its next prepare or release) or is gone
+                return ipc.token(tensor, self._holder)
+
+            lines = [f"prepare {len(copies)}", *(copy_line(c, token) for c in copies)]
         return self._ask("\n".join(lines), timeout_s)
 
     def _round(self, order: list[int], timeout_s: float):
