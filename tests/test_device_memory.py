@@ -1,0 +1,282 @@
+"""The supervisor's shared tensors, each in a device allocation of its own (solbench.gpu.device_memory), and
+their CUDA IPC tokens (solbench.gpu.ipc), on a CPU: a fake libcuda (tests/fake_driver.py) whose "device"
+memory is host memory. A worker reaches exactly the allocations it was given; they are freed once the
+supervisor dropped them and every worker they were lent to let go of them or is gone.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import pickle
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from fake_driver import install, worker_main  # noqa: E402
+
+from solbench.core.policy import QUICK  # noqa: E402
+from solbench.core.scenario import MaskSpec, Scenario  # noqa: E402
+from solbench.core.tensors import CANARY, GUARD_BYTES, INPUT_FIELDS, guard_damage  # noqa: E402
+from solbench.gpu import device_memory, ipc  # noqa: E402
+from solbench.sandbox.impls import ImplSpec  # noqa: E402
+from solbench.supervisor import inputs as inputs_mod  # noqa: E402
+
+EVERYTHING = Scenario(q_lens=(3, 5), kv_lens=(9, 16), heads_q=4, heads_kv=2, head_dim_qk=16, head_dim_v=16,
+                      dtype="fp8_e4m3", descale="per_head", kv_layout="paged", page_size=4, sinks=True,
+                      mask=MaskSpec(0.3, "iid", seed=1))
+"""Every optional tensor present: page table, sinks, mask bits, three descales."""
+TENSORS = INPUT_FIELDS + ("out", "lse")
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """A fake driver, and the supervisor's input functions taking their GPU path on it. At the end nothing
+    the test allocated may be left: every allocation was freed once nothing held it."""
+    lib = install(monkeypatch)
+    monkeypatch.setattr(inputs_mod, "_on_gpu", lambda device: True)
+    yield lib
+    gc.collect()
+    assert not [a for a in device_memory.live() if a.ptr in lib.allocated], "allocations left behind"
+    assert lib.depth == 0, "a context pushed and never popped"
+
+
+def _tensors(inp):
+    return {name: getattr(inp, name) for name in TENSORS if getattr(inp, name) is not None}
+
+
+def test_every_shared_tensor_has_an_allocation_of_its_own_and_a_token_inside_it(fake):
+    inp = inputs_mod.make_inputs(EVERYTHING, trial=0, device="cpu")
+    tensors = _tensors(inp)
+    assert set(tensors) == set(TENSORS)  # the scenario has every optional tensor
+    allocations = {name: device_memory.allocation_of(t) for name, t in tensors.items()}
+    assert all(allocations.values())
+    assert len({a.ptr for a in allocations.values()}) == len(tensors)  # none shares an allocation
+    handles = set()
+    for name, t in tensors.items():
+        a, nbytes = allocations[name], t.numel() * t.element_size()
+        assert a.size % device_memory.IPC_GRANULE == 0 and a.size >= a.nbytes
+        assert t.data_ptr() % 256 == 0  # the alignment kernels expect (out and lse after 4 KiB of guard)
+        handle, offset = ipc.parse(ipc.token(t))
+        # the token's offset lies in the tensor's own allocation: guards before an output, nothing before an input
+        assert offset == (GUARD_BYTES if name in ("out", "lse") else 0)
+        assert offset + nbytes + (GUARD_BYTES if name in ("out", "lse") else 0) == a.nbytes
+        handles.add(handle)
+    assert len(handles) == len(tensors)
+    # what a worker gets is what the supervisor made: a copy of its own for the candidate, fresh outputs only
+    # for a comparator, and the same contents
+    mine, theirs = inputs_mod.clone_inputs(inp), inputs_mod.with_outputs(inp)
+    mine_ptrs = {device_memory.allocation_of(t).ptr for t in _tensors(mine).values()}
+    assert not mine_ptrs & {a.ptr for a in allocations.values()}
+    assert device_memory.allocation_of(theirs.q) is allocations["q"]
+    assert device_memory.allocation_of(theirs.out) is not allocations["out"]
+    assert all(torch.equal(getattr(mine, n).view(torch.uint8), getattr(inp, n).view(torch.uint8)) for n in INPUT_FIELDS
+               if getattr(inp, n) is not None)
+    # the guards are the canary, and a write past the end of an output is seen
+    assert guard_damage(mine.out) == 0
+    whole = torch.empty(0, dtype=torch.uint8).set_(mine.out.untyped_storage())
+    assert whole.numel() == device_memory.allocation_of(mine.out).nbytes and int(whole[0]) == CANARY
+    whole[-1] = 0
+    assert guard_damage(mine.out) == 1
+    # the rounding's slack, mapped by a worker too, is zeroed: never what memory freed before held
+    for a in allocations.values():
+        assert (a.ptr + a.nbytes, 0, a.size - a.nbytes) in fake.memsets
+    # the footprint counts allocations as the driver makes them
+    assert inputs_mod.footprint_bytes(inp) == sum(a.size for a in allocations.values())
+
+
+def test_a_tensor_not_in_an_allocation_of_its_own_gets_no_token(fake):
+    with pytest.raises(ipc.IpcError, match="not in an allocation of its own"):
+        ipc.token(torch.zeros(4))
+    assert ipc.token(None) == ipc.NULL_TOKEN
+
+
+def test_an_allocation_is_freed_once_no_tensor_is_over_it(fake):
+    t = device_memory.empty((4, 8), torch.bfloat16)
+    ptr = device_memory.allocation_of(t).ptr
+    view = t[1:]
+    del t
+    gc.collect()
+    assert ptr not in fake.freed  # a view still holds it
+    assert device_memory.allocation_of(view).ptr == ptr
+    del view
+    gc.collect()
+    assert fake.freed.count(ptr) == 1 and ptr not in fake.memory
+
+
+def test_a_lent_allocation_waits_for_its_worker(fake):
+    holder = device_memory.new_holder()
+    t = device_memory.empty((16,), torch.float32)
+    ptr = device_memory.allocation_of(t).ptr
+    mark = device_memory.loan_mark(holder)  # taken before the request that sends it (a prepare)
+    ipc.token(t, holder)
+    del t
+    gc.collect()
+    assert ptr not in fake.freed and device_memory.lent_to(holder) == 1  # dropped, still mapped by the worker
+    device_memory.returned(holder, mark)  # the prepare's reply: what was lent before it is let go of, not this
+    assert ptr not in fake.freed
+    device_memory.returned(holder, device_memory.loan_mark(holder))  # the next release's reply
+    assert fake.freed == [ptr] and device_memory.lent_to(holder) == 0
+    # a worker that is gone holds nothing, whenever the supervisor drops what it was lent
+    u = device_memory.empty((16,), torch.float32)
+    ipc.token(u, holder)
+    device_memory.returned(holder)
+    uptr = device_memory.allocation_of(u).ptr
+    del u
+    gc.collect()
+    assert fake.freed == [ptr, uptr]
+
+
+def test_python_workers_map_by_token_and_close_on_release(fake, monkeypatch):
+    """The worker's command is pickled with tokens (no torch IPC), unpickling maps each allocation once, the
+    worker's tensors are the supervisor's memory, and release (or the next prepare) unmaps them."""
+    from solbench.sandbox import worker as worker_mod
+
+    holder = device_memory.new_holder()
+    inp = inputs_mod.make_inputs(EVERYTHING, trial=0, device="cpu")
+    copies = [inputs_mod.clone_inputs(inp) for _ in range(2)]
+    data = ipc.dumps(("prepare", {"check": inp, "rotation": copies}), holder)
+    assert b"torch.multiprocessing" not in data and b"rebuild_cuda" not in data
+    assert device_memory.lent_to(holder) == 3 * len(_tensors(inp))
+    cmd, payload = pickle.loads(data)
+    opened = device_memory.take_opened()
+    assert len(opened) == 3 * len(_tensors(inp)) == len(fake.opened)
+    sent = payload["check"]
+    assert sent.out.dtype == inp.out.dtype and sent.out.shape == inp.out.shape and sent.scenario == inp.scenario
+    sent.out.fill_(0)  # the worker writes its output: the supervisor sees it in its own memory
+    assert torch.equal(inp.out.float(), torch.zeros_like(inp.out.float())) and guard_damage(inp.out) == 0
+    assert torch.equal(sent.k.view(torch.uint8), inp.k.view(torch.uint8))
+
+    # the worker's side: prepare keeps what the payload mapped and unmaps the scenario before; release unmaps all
+    state = object.__new__(worker_mod._WorkerState)
+    state.device, state.mapped, state.impl = "cuda", [], type("I", (), {"bind": lambda self, i: (lambda: None)})()
+    monkeypatch.setattr(state, "_release_memory", lambda: None, raising=False)
+    for mapping in opened:  # as if the payload had just been received
+        device_memory._opened.append(mapping)
+    state.prepare(payload)
+    assert state.mapped == opened and not fake.closed
+    again = pickle.loads(ipc.dumps(("prepare", {"check": copies[0], "rotation": []}), holder))[1]
+    state.prepare(again)  # maps copies[0] again (open already: the same mapping) and unmaps the rest
+    kept = {m.ptr for m in state.mapped}
+    assert kept == {device_memory.allocation_of(t).ptr for t in _tensors(copies[0]).values()}
+    assert len(fake.closed) == len(opened) - len(kept)
+    state.release()
+    assert len(fake.closed) == len(opened) and all(m.closed for m in opened) and not fake.mapped
+    del payload, again, sent, state, opened
+    device_memory.returned(holder)
+
+
+def test_cpu_tensors_still_travel_as_shared_memory(fake):
+    """A CPU tensor that is no allocation of device_memory's goes the way torch.multiprocessing sends it."""
+    t = torch.arange(6.0)
+    back = pickle.loads(ipc.dumps(("x", t), device_memory.new_holder()))[1]
+    assert torch.equal(back, t) and not fake.opened
+
+
+def _fake_worker(tmp_path, fails_on: str, how: str = "exit"):
+    """A Worker handle (device 'cuda': tensors go by token) on a process of tests/fake_driver.py."""
+    from solbench.sandbox.worker import Worker
+
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=worker_main, args=(theirs, fails_on, how), daemon=True)
+    proc.start()
+    theirs.close()
+    worker = Worker(ImplSpec("candidate", "python", "fake.py"), "cuda", QUICK, tmp_path / "w.log")
+    worker._proc, worker._conn = proc, ours
+    return worker
+
+
+@pytest.mark.parametrize("how, says", [("exit", "worker died"), ("error", "planted")])
+@pytest.mark.parametrize("drop_first", [True, False], ids=["dropped-then-killed", "killed-then-dropped"])
+def test_a_worker_killed_mid_scenario_leaves_nothing_allocated(fake, tmp_path, drop_first, how, says):
+    """A worker that dies in the middle of a check (os._exit: no reply, no release), or reports an error there
+    and is killed for it (never asked to let go first), holds nothing once it is gone; what the supervisor
+    lent it is freed when the supervisor drops the scenario, in either order."""
+    from solbench.sandbox.worker import WorkerFailure
+
+    worker = _fake_worker(tmp_path, fails_on="check", how=how)
+    inp = inputs_mod.make_inputs(EVERYTHING, trial=0, device="cpu")
+    copies = [inputs_mod.clone_inputs(inp)]
+    made = [device_memory.allocation_of(t).ptr for i in (inp, *copies) for t in _tensors(i).values()]
+    try:
+        assert worker.request("prepare", {"check": inp, "rotation": copies}, 60.0) == {"writes_lse": True}
+        assert device_memory.lent_to(worker._holder) == len(made)
+        if drop_first:
+            del inp, copies
+            gc.collect()
+            assert not set(made) & set(fake.freed)  # the worker may still map them: they wait
+        with pytest.raises(WorkerFailure, match=says):
+            worker.request("check", {"keep": False}, 60.0)
+        assert not worker.running and device_memory.lent_to(worker._holder) == 0
+    finally:
+        worker.stop(kill=True)
+    if not drop_first:
+        assert not set(made) & set(fake.freed)  # the supervisor still holds the scenario
+        del inp, copies
+    gc.collect()
+    assert sorted(fake.freed) == sorted(made) and not fake.memory
+
+
+def test_a_worker_that_lets_go_frees_the_scenario_it_held(fake, tmp_path):
+    """The next prepare's reply says the worker unmapped the scenario before: the supervisor frees it then,
+    not before (it dropped it first)."""
+    worker = _fake_worker(tmp_path, fails_on="never")
+    first = inputs_mod.make_inputs(EVERYTHING, trial=0, device="cpu")
+    first_ptrs = [device_memory.allocation_of(t).ptr for t in _tensors(first).values()]
+    try:
+        worker.request("prepare", {"check": first, "rotation": []}, 60.0)
+        del first
+        gc.collect()
+        assert not set(first_ptrs) & set(fake.freed)
+        second = inputs_mod.make_inputs(EVERYTHING, trial=1, device="cpu")
+        worker.request("prepare", {"check": second, "rotation": []}, 60.0)
+        assert set(first_ptrs) <= set(fake.freed) and device_memory.lent_to(worker._holder) == len(first_ptrs)
+        worker.request("release", None, 60.0)
+        assert device_memory.lent_to(worker._holder) == 0
+        del second
+    finally:
+        worker.stop(kill=True)
+
+
+def test_the_native_runner_tokens_are_lent_until_it_lets_go(fake, tmp_path, monkeypatch):
+    """The runner's 'copy' lines name each tensor by its allocation's handle and its offset in it; what they
+    name stays allocated until the runner's next prepare or release has been answered."""
+    from solbench.supervisor.native_worker import _FIELDS, NativeWorker
+
+    sent = []
+    worker = NativeWorker(ImplSpec("candidate", "cu", "x.so", runner="native"), "cuda", QUICK, tmp_path / "r.log")
+    monkeypatch.setattr(NativeWorker, "running", property(lambda self: True))
+    monkeypatch.setattr(worker, "_ask", lambda line, timeout_s: sent.append(line))
+    inp = inputs_mod.make_inputs(EVERYTHING, trial=0, device="cpu")
+    worker.request("prepare", {"check": inp, "rotation": [inputs_mod.clone_inputs(inp)]}, 60.0)
+    prepare, *lines = sent[0].splitlines()
+    assert prepare == "prepare 2" and len(lines) == 2
+    tokens = dict(zip(_FIELDS, lines[0].split()[2:]))
+    for name, text in tokens.items():
+        t = getattr(inp, name)
+        assert (text == ipc.NULL_TOKEN) == (t is None)
+        if t is not None:
+            a = device_memory.allocation_of(t)
+            handle, offset = ipc.parse(text)
+            assert handle == a.handle and t.data_ptr() == a.ptr + offset
+    ptrs = [device_memory.allocation_of(t).ptr for t in _tensors(inp).values()]
+    del inp, t
+    gc.collect()
+    assert not set(ptrs) & set(fake.freed)
+    worker.request("release", None, 60.0)
+    gc.collect()
+    assert set(ptrs) <= set(fake.freed)
+
+
+def test_out_of_device_memory_is_torch_s_error(fake, monkeypatch):
+    """The supervisor records a scenario whose inputs do not fit as a machine error: the allocation raises
+    the OutOfMemoryError torch would, after torch's cache had its chance to give memory back."""
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(1))
+    fake.capacity_bytes = 3 * device_memory.IPC_GRANULE
+    kept = device_memory.empty_bytes(2 * device_memory.IPC_GRANULE)
+    with pytest.raises(torch.OutOfMemoryError, match="out of memory"):
+        device_memory.empty_bytes(device_memory.IPC_GRANULE + 1)
+    assert emptied == [1]
+    del kept
