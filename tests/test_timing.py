@@ -441,4 +441,4 @@ def test_the_supervisor_hands_cached_blocks_back_after_each_reference(monkeypatc
     evaluate._return_cached_memory("cpu")
     assert calls == []
     evaluate._return_cached_memory("cuda")
-    assert calls == ["empty_cache", "ipc_collect"]
+    assert calls == ["empty_cache"]  # no torch CUDA IPC to collect: workers get allocations of their own

@@ -164,7 +164,6 @@ def supervisor_out_of_memory(sc: Scenario, exc: Exception) -> Outcome:
     gc.collect()
     if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
-        torch.cuda.ipc_collect()  # blocks the workers have let go of since
     first = str(exc).splitlines()[0] if str(exc) else ""
     return Outcome(scenario_id=sc.id, scenario=sc.to_dict(), status=Status.RUNTIME_ERROR,
                    reason=f"the supervisor ran out of device memory for this scenario: OutOfMemoryError: {first}")
