@@ -176,7 +176,7 @@ def worker_main(conn, fails_on: str, how: str = "exit") -> None:
     """A Python worker's stand-in in its own process: maps what it is sent (the fake's own memory) and answers
     'ok', until it is sent `fails_on`: then it exits without a word (`how` 'exit', as one that segfaults does)
     or reports an error (`how` 'error', as one whose candidate raised), holding all it was sent."""
-    from solbench.sandbox.worker import _reply
+    from solbench.sandbox.replies import send_reply as _reply
 
     os.setsid()  # its own group, as a real worker's: stopping it stops nothing else
     install()

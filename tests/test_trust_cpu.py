@@ -162,19 +162,19 @@ def test_a_reply_begun_and_never_finished_does_not_hang_the_supervisor():
     import struct
     from multiprocessing import Pipe
 
-    import solbench.sandbox.worker as worker
+    import solbench.sandbox.replies as replies
 
     ours, theirs = Pipe()
     os.write(theirs.fileno(), struct.pack("!i", 100) + b"[" * 10)
     stopped = []
-    old, worker.FRAME_S = worker.FRAME_S, 0.5
+    old, replies.FRAME_S = replies.FRAME_S, 0.5
     try:
         started = time.monotonic()
-        with pytest.raises(worker.Stalled, match="not finished"):
-            worker._recv_within(ours, 1.0, lambda: (stopped.append(1), theirs.close()))
+        with pytest.raises(replies.Stalled, match="not finished"):
+            replies.recv_within(ours, 1.0, lambda: (stopped.append(1), theirs.close()))
         assert stopped == [1] and time.monotonic() - started < 5
         quiet, _kept = Pipe()
-        with pytest.raises(worker.Stalled, match="no answer"):
-            worker._recv_within(quiet, 0.2, lambda: None)
+        with pytest.raises(replies.Stalled, match="no answer"):
+            replies.recv_within(quiet, 0.2, lambda: None)
     finally:
-        worker.FRAME_S = old
+        replies.FRAME_S = old

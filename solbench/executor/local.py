@@ -32,7 +32,7 @@ MAX_ATTEMPTS = 2
 def agent_main(conn, ctx: UnitContext, label: str) -> None:
     """An agent process: load, say so, then evaluate each unit it is sent and send back its sealed outcome."""
     from solbench.core.errors import LoadError
-    from solbench.sandbox.worker import _first_line
+    from solbench.sandbox.replies import first_line
 
     agent = Agent(ctx, log_tag=f"-gpu{label}")
     try:
@@ -50,7 +50,7 @@ def agent_main(conn, ctx: UnitContext, label: str) -> None:
             try:
                 doc = agent.evaluate(sc, key, attempt).to_dict()
             except Exception as exc:  # outside any worker: this agent (its GPU, its CUDA context) is broken
-                conn.send(("agent_error", f"{type(exc).__name__}: {_first_line(exc)}"))
+                conn.send(("agent_error", f"{type(exc).__name__}: {first_line(exc)}"))
                 return
             from solbench.executor.keys import seal
 
@@ -247,9 +247,9 @@ def _stop(slot: _Slot) -> None:
 
 
 def _exit(proc) -> str:
-    from solbench.sandbox.worker import _describe_exit
+    from solbench.sandbox.replies import describe_exit
 
-    return _describe_exit(proc.exitcode)
+    return describe_exit(proc.exitcode)
 
 
 def _setup(spec) -> float:

@@ -14,7 +14,6 @@ of it or is gone (solbench.gpu.device_memory).
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import tempfile
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir
+from solbench.sandbox.replies import Stalled, describe_exit, first_line, read_reply, recv_within, send_reply
 from solbench.sandbox.impls import ImplSpec
 from solbench.core.policy import TimingPolicy
 
@@ -40,60 +40,6 @@ LOAD_FAILED = "load_failed"
 
 LETS_GO = ("release", "prepare")
 """Commands after whose 'ok' the worker holds none of the tensors it was sent before them."""
-
-MAX_REPLY_BYTES = 16 << 20
-"""A reply is JSON of at most this size: the supervisor never unpickles what the candidate's process wrote
-(unpickling runs whatever the bytes name). Commands to the worker stay pickled (tensors, trusted side)."""
-
-
-def _reply(conn, status: str, value=None) -> None:
-    conn.send_bytes(json.dumps([status, value]).encode())
-
-
-FRAME_S = 30.0
-"""Seconds a reply may take to arrive whole once its first bytes have (a 16 MiB reply over a pipe takes ms)."""
-
-
-class Stalled(Exception):
-    """No reply within the time allowed, or one begun and never finished."""
-
-
-def _recv_within(conn, timeout_s: float, on_stall) -> bytes:
-    """conn.recv_bytes with a deadline. `poll` says a reply has begun, not that it is whole: a worker that sends
-    the start of a frame and stops would block the supervisor for good (review 21). The read runs in a thread;
-    when the frame is not whole within FRAME_S, `on_stall` (kill the worker, which closes its end and ends the
-    read) runs and Stalled is raised."""
-    import threading
-
-    if not conn.poll(timeout_s):
-        raise Stalled(f"no answer within {timeout_s:g} s")
-    box: dict = {}
-
-    def read():
-        try:
-            box["data"] = conn.recv_bytes(MAX_REPLY_BYTES)
-        except BaseException as exc:  # handed to the caller's thread below
-            box["error"] = exc
-
-    reader = threading.Thread(target=read, name="solbench-reply", daemon=True)
-    reader.start()
-    reader.join(FRAME_S)
-    if reader.is_alive():
-        on_stall()
-        reader.join(5.0)
-        raise Stalled(f"a reply begun and not finished within {FRAME_S:g} s")
-    if "error" in box:
-        raise box["error"]
-    return box["data"]
-
-
-def _read_reply(data: bytes):
-    """(status, value) of one reply; ValueError for anything but a JSON [str, value] pair."""
-    reply = json.loads(data)
-    if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], str)):
-        raise ValueError("not a [status, value] pair")
-    return reply[0], reply[1]
-
 
 class WorkerFailure(Exception):
     """The worker died, hung, raised, or found its measuring code replaced; `kind` is 'crash', 'timeout',
@@ -200,7 +146,7 @@ class Worker:
     def _receive(self, what: str, timeout_s: float):
         """The worker's next (status, value); WorkerFailure (and reset) when it hangs or dies first."""
         try:
-            return _read_reply(_recv_within(self._conn, timeout_s, lambda: _kill_group(self._proc)))
+            return read_reply(recv_within(self._conn, timeout_s, lambda: _kill_group(self._proc)))
         except Stalled as exc:
             self.stop(kill=True)
             why = f"no answer to {what!r} within {timeout_s:g} s" if exc.args[0].startswith("no answer") else \
@@ -217,7 +163,7 @@ class Worker:
         code = self._proc.exitcode
         self.stop(kill=True)
         during = " while loading" if what == "load" else ""
-        raise WorkerFailure("crash", f"{self.spec.name}: worker died{during} ({_describe_exit(code)}){self._log_tail()}"
+        raise WorkerFailure("crash", f"{self.spec.name}: worker died{during} ({describe_exit(code)}){self._log_tail()}"
                             ) from None
 
     def stop(self, kill: bool = False):
@@ -262,19 +208,6 @@ def _kill_group(proc) -> None:
             proc.kill()
 
 
-def _describe_exit(code) -> str:
-    if code is None:
-        return "no exit code"
-    if code < 0:
-        import signal
-
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit code {code}"
-
-
 # ---------------------------------------------------------------- worker process side
 
 
@@ -296,9 +229,9 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
         state = _WorkerState(spec, device, policy, scratch, conn)
     except Exception as exc:
         traceback.print_exc()
-        _reply(conn, LOAD_FAILED, _load_failure(exc))
+        send_reply(conn, LOAD_FAILED, _load_failure(exc))
         return
-    _reply(conn, "ok")
+    send_reply(conn, "ok")
     print(f"{WORKER_LOG_PREFIX} start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
     while True:
         try:
@@ -307,8 +240,8 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
             return
         except Exception as exc:  # the message was read whole: the pipe is still in step
             traceback.print_exc()
-            _reply(conn, "error", f"the supervisor's tensors could not be mapped: {type(exc).__name__}: "
-                                  f"{_first_line(exc)}")
+            send_reply(conn, "error", f"the supervisor's tensors could not be mapped: {type(exc).__name__}: "
+                                  f"{first_line(exc)}")
             continue
         if cmd == "quit":
             return
@@ -318,26 +251,21 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
             print(f"{WORKER_LOG_PREFIX} {cmd} {time.perf_counter() - started:.3f} s", flush=True)
             tampered = changed(harness) if harness else []
             if tampered:
-                _reply(conn, "tampered", f"the candidate replaced harness code: {', '.join(tampered[:5])}")
+                send_reply(conn, "tampered", f"the candidate replaced harness code: {', '.join(tampered[:5])}")
                 return
-            _reply(conn, "ok", value)
+            send_reply(conn, "ok", value)
         except Exception as exc:
             traceback.print_exc()
             # The candidate's worker always starts afresh after an error (it may have left anything behind).
             status = ERROR_CONTEXT_INTACT if spec.name != "candidate" and _context_intact(device) else "error"
-            _reply(conn, status, f"{type(exc).__name__}: {_first_line(exc)}")
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
+            send_reply(conn, status, f"{type(exc).__name__}: {first_line(exc)}")
 
 
 def _load_failure(exc: Exception) -> str:
     """One line: solbench's own LoadError already says what and where; anything else gets its type."""
     from solbench.core.errors import SolbenchError
 
-    first = _first_line(exc)
+    first = first_line(exc)
     return first if isinstance(exc, SolbenchError) and first else f"{type(exc).__name__}: {first}"
 
 
@@ -379,7 +307,7 @@ class _WorkerState:
                 sandbox = confine([scratch, "/dev"])
             except OSError as exc:
                 sandbox = f"not confined: {exc}"
-            _reply(conn, "sandbox", sandbox)
+            send_reply(conn, "sandbox", sandbox)
         self.impl = load_impl(spec, device)
         self.check_call = None
         self.calls = []

@@ -25,7 +25,8 @@ from solbench.core.policy import TimingPolicy
 from solbench.sandbox.impls import ImplSpec
 from solbench.sandbox.timing import HOST_GAP, gap_in_batch, host_gap
 from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir
-from solbench.sandbox.worker import WorkerFailure, _describe_exit
+from solbench.sandbox.replies import describe_exit
+from solbench.sandbox.worker import WorkerFailure
 
 WORK_OUTSIDE_EVENTS = "work_outside_events"
 """Flag: CUPTI saw the call's own kernels or copies (any stream) run outside its start/end events, or land
@@ -331,7 +332,7 @@ class NativeWorker:
         self.stop(kill=True)
         during = " while loading" if what == "load" else ""
         raise WorkerFailure("crash", f"{self.spec.name}: native runner died{during} "
-                                     f"({_describe_exit(code)}){self._log_tail()}") from None
+                                     f"({describe_exit(code)}){self._log_tail()}") from None
 
     def _log_tail(self, lines: int = 3) -> str:
         try:

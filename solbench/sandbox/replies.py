@@ -1,0 +1,78 @@
+"""How a worker answers the supervisor, and how the supervisor reads it: one JSON [status, value] frame a reply,
+of bounded size, read with a deadline (the supervisor never unpickles what a candidate's process wrote, and a
+half-sent frame must not hang it); and the one-line words for a worker's exception or exit."""
+
+from __future__ import annotations
+
+import json
+
+MAX_REPLY_BYTES = 16 << 20
+"""A reply is JSON of at most this size: the supervisor never unpickles what the candidate's process wrote
+(unpickling runs whatever the bytes name). Commands to the worker stay pickled (tensors, trusted side)."""
+
+
+def send_reply(conn, status: str, value=None) -> None:
+    conn.send_bytes(json.dumps([status, value]).encode())
+
+
+FRAME_S = 30.0
+"""Seconds a reply may take to arrive whole once its first bytes have (a 16 MiB reply over a pipe takes ms)."""
+
+
+class Stalled(Exception):
+    """No reply within the time allowed, or one begun and never finished."""
+
+
+def recv_within(conn, timeout_s: float, on_stall) -> bytes:
+    """conn.recv_bytes with a deadline. `poll` says a reply has begun, not that it is whole: a worker that sends
+    the start of a frame and stops would block the supervisor for good (review 21). The read runs in a thread;
+    when the frame is not whole within FRAME_S, `on_stall` (kill the worker, which closes its end and ends the
+    read) runs and Stalled is raised."""
+    import threading
+
+    if not conn.poll(timeout_s):
+        raise Stalled(f"no answer within {timeout_s:g} s")
+    box: dict = {}
+
+    def read():
+        try:
+            box["data"] = conn.recv_bytes(MAX_REPLY_BYTES)
+        except BaseException as exc:  # handed to the caller's thread below
+            box["error"] = exc
+
+    reader = threading.Thread(target=read, name="solbench-reply", daemon=True)
+    reader.start()
+    reader.join(FRAME_S)
+    if reader.is_alive():
+        on_stall()
+        reader.join(5.0)
+        raise Stalled(f"a reply begun and not finished within {FRAME_S:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["data"]
+
+
+def read_reply(data: bytes):
+    """(status, value) of one reply; ValueError for anything but a JSON [str, value] pair."""
+    reply = json.loads(data)
+    if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], str)):
+        raise ValueError("not a [status, value] pair")
+    return reply[0], reply[1]
+
+
+def first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def describe_exit(code) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        import signal
+
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
