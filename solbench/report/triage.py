@@ -115,6 +115,14 @@ def _host_share(m) -> float | None:
     return 100.0 * max(0.0, split["overhead_ms"]) / split["eager_host_ms"]
 
 
+def _records(m) -> list[dict] | None:
+    """The measurement's kernel records in the shape the triage reads, or None (a record file edited, or
+    written before the supervisor checked their shape)."""
+    from solbench.core.kernels import valid_records
+
+    return valid_records((m.telemetry or {}).get("kernels"))
+
+
 def _kernel_names(kernels) -> frozenset[str] | None:
     return None if kernels is None else frozenset(k.get("name", "?") for k in kernels)
 
@@ -165,7 +173,7 @@ def _classify(o, impl, t, m, times, measurements, tight, policy: TriagePolicy) -
     judged = attainable if attainable is not None else 100.0 * bound["bound_ms"] / t
     judged_name = "attainable" if attainable is not None else "SOL (no measured profile)"
     host = _host_share(m)
-    kernels = (m.telemetry or {}).get("kernels")
+    kernels = _records(m)
     others = {n: v for n, v in times.items() if n != impl}
     fastest = min(others, key=others.get) if others else None
     speedup = t / others[fastest] if fastest else 1.0
@@ -178,8 +186,8 @@ def _classify(o, impl, t, m, times, measurements, tight, policy: TriagePolicy) -
     elif judged >= policy.at_bound_pct:
         cls, why = "at-bound", f"{judged:.1f} % of {judged_name} (>= {policy.at_bound_pct:g} %)"
     elif fastest and speedup >= policy.routing_speedup and _routes_differently(
-            kernels, (measurements[fastest].telemetry or {}).get("kernels"), tight):
-        mine, theirs = _kernel_names(kernels), _kernel_names((measurements[fastest].telemetry or {}).get("kernels"))
+            kernels, _records(measurements[fastest]), tight):
+        mine, theirs = _kernel_names(kernels), _kernel_names(_records(measurements[fastest]))
         family = (f"kernels {sorted(theirs)} vs {sorted(mine)}" if mine is not None and theirs is not None else
                   f"{tight.tiles} tiles of a {tight.waves}-wave grid fill {100 * tight.wave_efficiency:.0f} % of the "
                   f"SMs: a split-KV family fills them (no kernel records)")

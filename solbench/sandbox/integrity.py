@@ -16,6 +16,7 @@ WATCHED = {
     "solbench.sandbox.timing": ("Timer",),
     "solbench.gpu.cuda_ops": ("CudaOps",),
     "solbench.gpu.telemetry": ("TelemetrySampler",),
+    "solbench.sandbox.kernel_records": ("record_kernels",),
     "time": ("perf_counter",),
 }
 TORCH_WATCHED = ("cuda.synchronize", "cuda.Event", "Tensor.cpu", "Tensor.copy_", "Tensor.fill_")

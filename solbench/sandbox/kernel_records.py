@@ -12,8 +12,7 @@ import json
 import os
 import tempfile
 
-MAX_RECORDS = 32
-"""As many as the native runner sends (runner.cu kernels_json)."""
+from solbench.core.kernels import MAX_RECORDS
 
 
 def kernels_from_trace(trace: dict) -> list[dict]:

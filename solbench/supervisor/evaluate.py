@@ -271,6 +271,18 @@ def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse,
     return verdict.status, verdict.reason, verdict.error
 
 
+def _checked_telemetry(telemetry: dict) -> dict:
+    """A round's telemetry with its kernel records kept only in the shape the triage reads (they come from the
+    implementation's own process: kernel_records.valid_records)."""
+    from solbench.core.kernels import valid_records
+
+    if isinstance(telemetry, dict) and "kernels" in telemetry:
+        telemetry = {**telemetry, "kernels": valid_records(telemetry["kernels"])}
+        if telemetry["kernels"] is None:
+            del telemetry["kernels"]
+    return telemetry
+
+
 def _checked_call(worker: Worker, check_copy, timed: TimedCopies, timeout_s, keep: bool, device: str = "cpu"):
     """(prepare's reply, the check call's reply) of one implementation: a fresh prepare binds its check copy
     and its timing copies, then the check copy is called once. Runs in a thread of its own for a comparator."""
@@ -452,7 +464,7 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
             samples[name] += reply["device_ms"]
             host[name] += reply["host_ms"]
             flags[name].update(reply["flags"])
-            telemetry[name] = reply["telemetry"]
+            telemetry[name] = _checked_telemetry(reply["telemetry"])
             per_round[name].append(median(reply["device_ms"]))
         # Tight enough when every median is, or when every per-round ratio against the candidate is:
         # drift shared by all implementations (power cap, clocks) widens the former but cancels in the latter.
