@@ -177,3 +177,13 @@ def test_replacing_the_kernel_recorder_is_tampering(monkeypatch):
     before = integrity.snapshot()
     monkeypatch.setattr(kernel_records, "record_kernels", lambda call: ([1, 2, 3], ""))
     assert any("kernel_records" in name for name in integrity.changed(before))
+
+
+@pytest.mark.parametrize("launcher", ["x", {"eager_host_ms": "1", "overhead_ms": 1.0}, {"eager_host_ms": 0.0, "overhead_ms": 1.0},
+                                      {"eager_host_ms": 1.0}, {"eager_host_ms": float("inf"), "overhead_ms": 1.0}])
+def test_a_malformed_launcher_ab_is_no_host_share_not_a_crash(launcher):
+    b_ms = bound(DECODE, load_arch("h200")).bound_ms * 1.1
+    m = _m("candidate", b_ms / 0.9)
+    m.telemetry["launcher"] = launcher
+    row = _cls(DECODE, {"candidate": m})
+    assert row.host_share_pct is None and row.classification == "at-bound"

@@ -109,10 +109,16 @@ def _median(samples) -> float:
 
 
 def _host_share(m) -> float | None:
+    """None without a launcher A/B, or with one not of numbers (it is the worker's own report: review 22)."""
+    import math
+
     split = (m.telemetry or {}).get("launcher")
-    if not split or not split.get("eager_host_ms"):
+    if not isinstance(split, dict):
         return None
-    return 100.0 * max(0.0, split["overhead_ms"]) / split["eager_host_ms"]
+    eager, overhead = split.get("eager_host_ms"), split.get("overhead_ms")
+    if not all(type(x) in (int, float) and math.isfinite(x) for x in (eager, overhead)) or eager <= 0:
+        return None
+    return 100.0 * max(0.0, overhead) / eager
 
 
 def _records(m) -> list[dict] | None:
