@@ -16,6 +16,12 @@ ALIGN = 4096
 """Alignment of the fake's allocations (the real driver's is 2 MiB for these sizes; kernels need 256 B)."""
 
 
+
+def _aligned(size: int):
+    """Host memory standing in for an allocation: (the buffer, its first ALIGN-aligned address)."""
+    buf = ctypes.create_string_buffer(size + ALIGN)
+    return buf, -(-ctypes.addressof(buf) // ALIGN) * ALIGN
+
 class _Fn:
     """A ctypes function's stand-in: argtypes and restype can be set, calls go to `body`."""
 
@@ -73,8 +79,7 @@ class FakeLib:
             return 1  # CUDA_ERROR_INVALID_VALUE, as the driver answers
         if sum(s for _, s in self.memory.values()) + size > self.capacity_bytes:
             return driver.CUDA_ERROR_OUT_OF_MEMORY
-        buf = ctypes.create_string_buffer(size + ALIGN)
-        ptr = -(-ctypes.addressof(buf) // ALIGN) * ALIGN
+        buf, ptr = _aligned(size)
         self.memory[ptr] = (buf, size)
         self.allocated.append(ptr)
         _out(pptr).value = ptr
@@ -129,8 +134,7 @@ class FakeLib:
                 return 400
             self.mapped[ptr] = (None, size)
         else:  # another process's: memory of its own here, of the allocation's size
-            buf = ctypes.create_string_buffer(size + ALIGN)
-            ptr = -(-ctypes.addressof(buf) // ALIGN) * ALIGN
+            buf, ptr = _aligned(size)
             self.mapped[ptr] = (buf, size)
         self.opened.append(raw)
         _out(pptr).value = ptr
