@@ -74,7 +74,11 @@ def main() -> int:
     args = parser.parse_args()
     suite, n = small_suite(args.out, args.suite)
     print(f"{n} {args.suite} scenarios with working set < 2x L2: {suite}", flush=True)
-    rows = [measure(m, suite, args.out, args.library) for m in args.methods.split(",")]
+    rows = []
+    for method in args.methods.split(","):  # each method's row is kept as it finishes: a call cut short keeps them
+        rows.append(measure(method, suite, args.out, args.library))
+        (args.out.parent / "flush_compare.json").write_text(json.dumps(rows, indent=1))
+        print({k: v for k, v in rows[-1].items() if k != "times_ms"}, flush=True)
     ref = next((r for r in rows if r["method"] == "read"), rows[0])
     lines = ["| flush | timed | A/A p50 % | p95 % | max % | CIs missing 1 | geomean time / read | wall s |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
