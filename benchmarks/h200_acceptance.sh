@@ -56,14 +56,17 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     if [ -f "baselines/h200/$name.json" ] && [ ! -f "$dir/results.json" ]; then
       mkdir -p "$dir"; cp "baselines/h200/$name.json" "$dir/results.json"
     fi
+    policy="$RECORD_POLICY"
     if [ -f "$dir/results.json" ]; then  # resume with the recorded run's own baselines, whatever is installed now
       names=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(n for n in d['candidate']['implementations'] if n not in ('candidate', 'seed')) or 'none')" "$dir/results.json")
+      # and its own policy (--resume refuses another): runs begun before a default changed keep theirs
+      policy=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(f'{k}={v}' for k, v in d['candidate']['policy'].items()))" "$dir/results.json")
       args=(--resume "$dir" --baselines "$names")
       [ "${RETRY_ERRORS:-0}" = 1 ] && args+=(--retry-errors)  # again where something crashed / ran out of memory
     fi
     echo "== record $name (${left} s left)"
     SOLBENCH_TRACE="$out/trace-record.txt" timeout -s INT -k 20 $((left - 30)) python3 -m solbench run "$seed" --suite "$s" --seed none \
-      --policy "$RECORD_POLICY" "${args[@]}" >> "$out/log-record.txt" 2>&1
+      --policy "$policy" "${args[@]}" >> "$out/log-record.txt" 2>&1
     rc=$?
     grep -s "^\[flex\] bind" "$dir/worker-flex.log" >> "$out/log-record.txt"  # Flex compile time per scenario
     echo "   exit $rc after $((SECONDS - (deadline - left))) s"

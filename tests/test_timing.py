@@ -422,7 +422,7 @@ def test_l2_flush_is_a_recorded_policy_field():
     from solbench.core.errors import ConfigError
     from solbench.core.policy import TimingPolicy, with_overrides
 
-    assert TimingPolicy().to_dict()["l2_flush"] == "write"
+    assert TimingPolicy().to_dict()["l2_flush"] == "read"
     assert with_overrides(TimingPolicy(), "l2_flush=both").l2_flush == "both"
     with pytest.raises(ConfigError, match="l2_flush"):
         TimingPolicy(l2_flush="erase")
