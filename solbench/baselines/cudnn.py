@@ -91,8 +91,11 @@ class Adapter(AdapterBase):
         if sc.softcap:
             return no("softcap needs a score_mod sub-graph, which excludes the built-in masks")
         if sc.dtype == "fp8_e4m3":
-            if sm < 90:
-                return no("fp8 SDPA needs SM90+")
+            if sm < 100:
+                # H200, cuDNN 9.19, hopper suite: every fp8 graph (dense and paged, MHA and GQA, d128 and
+                # 192/128) got "sdpa fp8 forward operation is only supported on Blackwell architecture and newer".
+                return no("fp8 SDPA forward: cuDNN 9.19 proposes no plan below SM100 (H200: 'only supported on "
+                          "Blackwell architecture and newer')")
             if sc.descale != "per_tensor":
                 return no("fp8 graph takes per-tensor descales only")
             if backend_version() is not None and backend_version() < 91701:
