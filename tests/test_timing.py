@@ -408,7 +408,7 @@ def test_input_copies_shrink_to_fit_device_memory_and_never_below_one():
 
 
 def test_comparators_share_copies_only_when_not_even_one_each_fits():
-    from solbench.supervisor.evaluate import comparators_share, input_copies
+    from solbench.supervisor.evaluate import comparators_share, input_copies, plan_copies
 
     gib = 1 << 30
     # The H200 hopper OOM: MHA decode at 588k keys, 12 GB a copy, candidate + 7 libraries on 140 GiB.
@@ -416,6 +416,11 @@ def test_comparators_share_copies_only_when_not_even_one_each_fits():
     assert input_copies(TimingPolicy(rotate_inputs=4), 12 * gib, 2, 140 * gib) == 1  # candidate + the pool
     assert not comparators_share(copy_bytes=4 * gib, holders=8, device_bytes=140 * gib)  # one each fits
     assert not comparators_share(copy_bytes=100 * gib, holders=8, device_bytes=0)  # CPU: nothing to fill
+    # Sharing means one copy a set: the H200 still ran out at two on 5 GB (d96) split-KV decode, 8 holders.
+    policy = TimingPolicy(rotate_inputs=4)
+    assert plan_copies(policy, copy_bytes=5 * gib, holders=8, device_bytes=140 * gib) == (True, 1)
+    assert plan_copies(policy, copy_bytes=4 * gib, holders=8, device_bytes=140 * gib) == (False, 1)
+    assert plan_copies(policy, copy_bytes=gib // 100, holders=8, device_bytes=140 * gib) == (False, 4)
 
 
 def test_l2_flush_is_a_recorded_policy_field():

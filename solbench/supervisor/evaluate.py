@@ -86,6 +86,16 @@ def comparators_share(copy_bytes: int, holders: int, device_bytes: int) -> bool:
     return device_bytes > 0 and 2 * max(1, holders) * copy_bytes > MEMORY_SHARE * device_bytes
 
 
+def plan_copies(policy: TimingPolicy, copy_bytes: int, holders: int, device_bytes: int) -> tuple[bool, int]:
+    """(comparators share one set of copies, input copies per set). Where they share, one copy a set: the
+    candidate and the pool time on one copy each, as their checks already use trial 0 and a clone. On the
+    H200 two copies a set still ran the supervisor out of memory on six decode scenarios of 10-15 GB a copy
+    (it held 57-84 GiB; three SDPA workers 17-29 GiB each, their adapters gathering paged KV once per copy)."""
+    if comparators_share(copy_bytes, holders, device_bytes):
+        return True, 1
+    return False, input_copies(policy, copy_bytes, holders, device_bytes)
+
+
 def _return_cached_memory(device: str) -> None:
     """Hand the blocks the supervisor's allocator keeps cached (the previous scenario's copies, the reference's
     fp32 temporaries) back to the device: the libraries in the workers allocate their own workspaces, and on
@@ -168,8 +178,7 @@ def _check_all(sc, workers, policy, device, timeout_s, supports, secret):
     copy_bytes, device_bytes = footprint_bytes(trial0), _device_bytes(device)
     claims = {n: supports[n](sc) for n in workers if n in supports}  # (ok, why); unlisted: always run
     holders = sum(1 for n in workers if claims.get(n, (True, ""))[0])  # those that will prepare
-    shared = comparators_share(copy_bytes, holders, device_bytes)
-    copies = input_copies(policy, copy_bytes, min(holders, 2) if shared else holders, device_bytes)
+    shared, copies = plan_copies(policy, copy_bytes, holders, device_bytes)
     pool = None  # the comparators' one set of copies when they share
     comparators: dict[str, dict] = {}
     timed: dict[str, TimedCopies] = {}
