@@ -218,3 +218,24 @@ def test_the_supervisor_running_out_of_memory_costs_the_scenario_not_the_run(tmp
         agent.close()
     assert first.status is Status.RUNTIME_ERROR and "ran out of device memory" in first.reason and errored(first)
     assert second.status is Status.PASSED, second.reason
+
+
+def test_gpus_on_a_one_gpu_machine_runs_inline(tmp_path, monkeypatch):
+    """`--gpus all` (or `--gpus 0`) where this process sees one GPU: no agent process (its start-up cost 8 %
+    of fa3-h2h's wall on the H200, and there is no other GPU to retry on); with two GPUs, one agent each."""
+    torch = pytest.importorskip("torch")
+    from dataclasses import replace as dc_replace
+
+    from solbench.executor import inline, make_executor
+    from solbench.executor.local import LocalExecutor
+
+    ctx = dc_replace(_ctx(tmp_path), device="cuda")
+    monkeypatch.setattr(inline, "InlineExecutor", lambda ctx, secret: "inline")  # its agent asks the GPU
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert make_executor(ctx, b"k", gpus="all") == "inline"
+    assert make_executor(ctx, b"k", gpus="0") == "inline"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    two = make_executor(ctx, b"k", gpus="all")
+    assert isinstance(two, LocalExecutor) and two.labels == ["0", "1"]
+    one_of_two = make_executor(ctx, b"k", gpus="1")
+    assert isinstance(one_of_two, LocalExecutor) and one_of_two.labels == ["1"]

@@ -49,6 +49,12 @@ def make_executor(ctx: UnitContext, secret: bytes, executor: str = "local", gpus
     from solbench.executor.plan import parse_gpus
 
     ordinals = parse_gpus(gpus, torch.cuda.device_count())
+    if list(ordinals) == [0] and torch.cuda.device_count() == 1:
+        # The one GPU this process sees: an agent process would only add its own start-up (H200, fa3-h2h:
+        # 102 s against 94 s plain) and has no other GPU to deal a lost unit to.
+        from solbench.executor.inline import InlineExecutor
+
+        return InlineExecutor(ctx, secret)
     labels = [visible_label(i, os.environ.get("CUDA_VISIBLE_DEVICES")) for i in ordinals]
     return LocalExecutor(replace(ctx, executor="local"), secret, labels)
 
