@@ -420,6 +420,7 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
     per round, so a slow drift cancels out of them.
     """
     from solbench.core.stats import median, rel_ci_halfwidth
+    from solbench.supervisor.round_reply import round_problem, split_problem
 
     def ask(name, cmd, payload=None):
         try:
@@ -439,6 +440,8 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
             copies.before_round(part)
             sent = time.perf_counter()
             reply = ask(name, "round", {"order": part})
+            if why := round_problem(reply, len(part)):
+                raise _TimingFailure(name, WorkerFailure("tampered", f"malformed round reply: {why}"))
             host += sum(reply["host_ms"])
             if _process_kind(workers[name]) == "native":  # put there by the supervisor's side (native_worker)
                 wall += reply["clock"][0]
@@ -505,6 +508,8 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
     # The candidate's launcher A/B only: the comparators' was recorded and never read, and took ~0.2 s per
     # comparator and scenario on the H200 (benchmarks/trace_summary.py); it runs after the rounds, so no ratio moves.
     splits = {"candidate": ask("candidate", "launcher_split")} if policy.launcher_ab else {}
+    if splits and (why := split_problem(splits["candidate"])):
+        raise _TimingFailure("candidate", WorkerFailure("tampered", f"malformed launcher split reply: {why}"))
     trace("launcher split", t)
     measurements = {}
     for name in workers:
