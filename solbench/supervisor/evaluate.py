@@ -263,7 +263,8 @@ def _check(sc, worker: Worker, check_copy, timed: TimedCopies, ref_out, ref_lse,
     check_copy.poison()
     sync_outputs(check_copy)
     try:
-        worker.request("check", {"keep": False}, timeout_s)
+        if worker.request("check", {"keep": False}, timeout_s) is not None:  # it answered once: it must again
+            raise WorkerFailure("tampered", "malformed check reply: not null after a first call that answered")
     except WorkerFailure as exc:
         return FAILURE_STATUS[exc.kind], f"second checked call: {exc}", None
     failure = _outside_outputs(check_copy, before, key, "the second checked call")
@@ -294,13 +295,21 @@ def _checked_telemetry(telemetry: dict) -> dict:
 
 def _checked_call(worker: Worker, check_copy, timed: TimedCopies, timeout_s, keep: bool, device: str = "cpu"):
     """(prepare's reply, the check call's reply) of one implementation: a fresh prepare binds its check copy
-    and its timing copies, then the check copy is called once. Runs in a thread of its own for a comparator."""
+    and its timing copies, then the check copy is called once. Runs in a thread of its own for a comparator.
+    A reply of the wrong shape is WorkerFailure('tampered') (solbench.supervisor.reply_shapes)."""
+    from solbench.supervisor.reply_shapes import check_problem, prepare_problem
+
     if device == "cuda":
         import torch
 
         torch.cuda.synchronize()  # binds this thread to the device's context (the IPC tokens are driver calls)
     info = worker.request("prepare", {"check": check_copy, "rotation": timed.copies}, timeout_s + worker.setup_s)
-    return info, worker.request("check", {"keep": keep}, timeout_s)
+    if why := prepare_problem(info):
+        raise WorkerFailure("tampered", f"malformed prepare reply: {why}")
+    reply = worker.request("check", {"keep": keep}, timeout_s)
+    if why := check_problem(reply):
+        raise WorkerFailure("tampered", f"malformed check reply: {why}")
+    return info, reply
 
 
 def _comparator_verdict(sc, worker: Worker, check_copy, timed: TimedCopies, call, ref_out, ref_lse):
@@ -420,7 +429,7 @@ def _time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies],
     per round, so a slow drift cancels out of them.
     """
     from solbench.core.stats import median, rel_ci_halfwidth
-    from solbench.supervisor.round_reply import round_problem, split_problem
+    from solbench.supervisor.reply_shapes import round_problem, split_problem
 
     def ask(name, cmd, payload=None):
         try:

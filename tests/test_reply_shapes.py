@@ -1,9 +1,9 @@
-"""The shape check of a worker's timing replies (solbench.supervisor.round_reply): what a hostile
+"""The shape check of a worker's timing replies (solbench.supervisor.reply_shapes): what a hostile
 candidate's process can send instead of numbers is named, never read."""
 
 import math
 
-from solbench.supervisor.round_reply import round_problem, split_problem
+from solbench.supervisor.reply_shapes import check_problem, prepare_problem, round_problem, split_problem
 
 GOOD_ROUND = {"device_ms": [0.5, 0.25], "host_ms": [0.6, 0.0], "flags": ["noisy"], "telemetry": {}}
 GOOD_SPLIT = {"graph_device_ms": None, "graph_error": "cpu", "eager_device_ms": 0.5, "eager_host_ms": 0.6,
@@ -40,3 +40,12 @@ def test_every_malformed_split_is_named():
            {**GOOD_SPLIT, "graph_device_ms": -1.0}, {**GOOD_SPLIT, "graph_error": 3},
            {k: v for k, v in GOOD_SPLIT.items() if k != "host_floor_ms"}]
     assert all(split_problem(reply) for reply in bad)
+
+
+def test_prepare_and_check_replies_of_the_wrong_shape_are_named():
+    assert prepare_problem({"writes_lse": True}) is None and check_problem(None) is None
+    assert check_problem({"unsupported": "no fp8"}) is None
+    for bad in (None, [], {"writes_lse": 1}, {}):
+        assert prepare_problem(bad)
+    for bad in ({}, {"unsupported": 3}, {"unsupported": "x", "extra": 1}, "ok", 0):
+        assert check_problem(bad)

@@ -1,7 +1,7 @@
-"""The shape of a worker's timing replies, checked before the supervisor reads a number from them.
+"""The shape of a worker's replies, checked before the supervisor reads anything from them.
 
-A round's and a launcher split's replies are written in the implementation's own process, where a hostile
-candidate can put anything. The supervisor's clock check and audits judge what the numbers claim; this
+Prepare, check, round and launcher-split replies are written in the implementation's own process, where a
+hostile candidate can put anything. The supervisor's clock check and audits judge what the numbers claim; this
 keeps a reply that is not numbers at all (a string sample, a missing field, NaN, a zero time, a sample
 count other than the calls asked for) from crashing the run or every report of it: it is the candidate's `tampered`
 verdict (a comparator's is dropped from the timing), with the first thing found wrong.
@@ -57,4 +57,20 @@ def split_problem(reply) -> str | None:
         return "graph_device_ms is neither null nor a finite non-negative number"
     if not isinstance(reply.get("graph_error", ""), str):
         return "graph_error is not a string"
+    return None
+
+
+def prepare_problem(reply) -> str | None:
+    """What is wrong with a 'prepare' reply ({"writes_lse": bool}), or None."""
+    if not isinstance(reply, dict) or type(reply.get("writes_lse")) is not bool:
+        return "not {'writes_lse': true|false}"
+    return None
+
+
+def check_problem(reply) -> str | None:
+    """What is wrong with a 'check' reply (None, or {"unsupported": why} when the implementation declines), or None."""
+    if reply is None:
+        return None
+    if not isinstance(reply, dict) or set(reply) != {"unsupported"} or not isinstance(reply["unsupported"], str):
+        return "neither null nor {'unsupported': why}"
     return None
