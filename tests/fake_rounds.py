@@ -20,9 +20,9 @@ class Copies:
 
 def candidate_flags(candidate, comparators: dict, round_samples: int) -> tuple[str, ...]:
     from solbench.core.policy import TimingPolicy
-    from solbench.supervisor.evaluate import _time_interleaved
+    from solbench.supervisor.rounds import time_interleaved
 
     workers = {"candidate": candidate, **comparators}
     policy = TimingPolicy(warmup_ms=0, round_samples=round_samples, min_rounds=2, max_rounds=2, launcher_ab=False)
-    measurements, _ = _time_interleaved(workers, {n: Copies() for n in workers}, policy, 5.0, "cuda_events")
+    measurements, _ = time_interleaved(workers, {n: Copies() for n in workers}, policy, 5.0, "cuda_events")
     return measurements["candidate"].flags

@@ -413,7 +413,7 @@ def test_rounds_alternate_order_so_a_position_bias_cancels_in_the_ratios():
     from solbench.core.stats import geomean_ci
     from solbench.core.suites import load_suite
     from solbench.supervisor.audit import TimedCopies
-    from solbench.supervisor.evaluate import _time_interleaved, round_order
+    from solbench.supervisor.rounds import round_order, time_interleaved
 
     assert round_order(["candidate", "seed", "fa3-fwd"], 0) == ["candidate", "seed", "fa3-fwd"]
     assert round_order(["candidate", "seed", "fa3-fwd"], 1) == ["fa3-fwd", "seed", "candidate"]
@@ -432,7 +432,7 @@ def test_rounds_alternate_order_so_a_position_bias_cancels_in_the_ratios():
     workers = {"candidate": SameKernel(), "seed": SameKernel()}
     sc = load_suite("smoke").scenarios[0]
     timed = {n: TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
-    _, ratios = _time_interleaved(workers, timed, policy, 10.0, "host_clock")
+    _, ratios = time_interleaved(workers, timed, policy, 10.0, "host_clock")
     per_round = ratios["seed"]
     assert len(per_round) % 2 == 0  # stopped after whole pairs of rounds (at least min_rounds)
     assert min(per_round) < 1 < max(per_round)
@@ -452,7 +452,7 @@ def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds,
     from solbench.core.policy import QUICK
     from solbench.core.suites import load_suite
     from solbench.supervisor.audit import CLOCK_GAP, TimedCopies
-    from solbench.supervisor.evaluate import _time_interleaved
+    from solbench.supervisor.rounds import time_interleaved
 
     class Worker:
         def __init__(self, slow_rounds):
@@ -470,7 +470,7 @@ def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds,
     workers = {"candidate": Worker(stalled_rounds), "seed": Worker(0)}
     sc = load_suite("smoke").scenarios[0]
     timed = {n: TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
-    measurements, _ = _time_interleaved(workers, timed, policy, 10.0, "host_clock")
+    measurements, _ = time_interleaved(workers, timed, policy, 10.0, "host_clock")
     assert (CLOCK_GAP in measurements["candidate"].flags) is flagged
     assert workers["candidate"].rounds == 2 + 4  # the two rounds, then the four that confirm or clear
 

@@ -157,17 +157,17 @@ def test_python_hosted_kernel_records_come_from_the_profilers_trace_and_ride_on_
 def test_malformed_kernel_records_are_no_records_not_a_crash(records):
     """Review 22: a worker's telemetry comes from the implementation's own process; records of any other
     shape crashed the triage, and with it every report of the run. The supervisor drops them as they arrive
-    (evaluate._checked_telemetry) and the triage reads only the valid shape (solbench.core.kernels)."""
-    from solbench.supervisor.evaluate import _checked_telemetry
+    (rounds.checked_telemetry) and the triage reads only the valid shape (solbench.core.kernels)."""
+    from solbench.supervisor.rounds import checked_telemetry
 
     b_ms = bound(DECODE, load_arch("h200")).bound_ms * 1.1
     m = _m("candidate", 8 * b_ms)
     m.telemetry["kernels"] = records
     row = _cls(DECODE, {"candidate": m, "lib": _m("lib", 2 * b_ms, kernels=["split_kv"])})
     assert row.kernels is None and "no kernel records" in row.evidence
-    assert "kernels" not in _checked_telemetry({"power_w": 1.0, "kernels": records})
+    assert "kernels" not in checked_telemetry({"power_w": 1.0, "kernels": records})
     good = [{"name": "k", "grid": [1, 2, 3], "block": [128, 1, 1], "duration_ms": 0.5, "stream": 7}]
-    assert _checked_telemetry({"kernels": good})["kernels"] == good
+    assert checked_telemetry({"kernels": good})["kernels"] == good
 
 
 def test_replacing_the_kernel_recorder_is_tampering(monkeypatch):

@@ -1,0 +1,187 @@
+"""Timing rounds: every implementation that passed its check is called in interleaved rounds under one
+TimingPolicy until the medians (or the per-round ratios) are tight, the supervisor's clock checks what each
+worker reports, and the per-round ratios against the candidate are formed.
+
+Every reply a round brings is shape-checked (solbench.supervisor.reply_shapes) and its kernel records kept
+only in the shape the triage reads; the candidate's copies are audited after each of its rounds
+(solbench.supervisor.audit.TimedCopies)."""
+
+from __future__ import annotations
+
+import time
+
+from solbench.core.model import Measurement
+from solbench.core.policy import TimingPolicy
+from solbench.sandbox.worker import Worker, WorkerFailure
+from solbench.supervisor.audit import CLOCK_CONFIRM_ROUNDS, CLOCK_GAP, TimedCopies, clock_gap, clock_rounds
+from solbench.supervisor.trace import trace, trace_clock
+
+AUDITED_PART = 2
+"""Calls of a round sent together, after their copies are made ready (time_interleaved): with two, no call of
+the candidate's can do the work of more than one other, and the median of the two is their mean. The
+comparators' rounds go in the same parts, so that every implementation is timed the same way."""
+
+
+def _joined(replies: list[dict]) -> dict:
+    """One round's reply from the replies of its parts: their samples in order, every flag, the last
+    telemetry with throttling and the power cap as any part saw them."""
+    if len(replies) == 1:
+        return replies[0]
+    joined = {"device_ms": [x for r in replies for x in r["device_ms"]],
+              "host_ms": [x for r in replies for x in r["host_ms"]],
+              "flags": sorted({f for r in replies for f in r["flags"]}),
+              "telemetry": dict(replies[-1]["telemetry"])}
+    for key in ("throttled", "power_capped"):
+        joined["telemetry"][key] = any(r["telemetry"].get(key) for r in replies)
+    return joined
+
+
+def _process_kind(worker) -> str:
+    """'native' for the native runner, 'python' for a Python host."""
+    spec = getattr(worker, "spec", None)
+    return "native" if getattr(spec, "kind", "") == "cu" and getattr(spec, "runner", "") == "native" else "python"
+
+
+class TimingFailure(WorkerFailure):
+    """A worker failed while timed: which one (`worker`) and how (`kind`)."""
+
+    def __init__(self, worker: str, failure: WorkerFailure):
+        super().__init__(failure.kind, str(failure))
+        self.worker = worker
+
+
+def round_order(names: list[str], r: int) -> list[str]:
+    """The order of round r: forward on even rounds, reversed on odd ones (A B, B A, ...).
+
+    Whatever favours a position within a round (the first call after the host's pause between rounds ran
+    ~0.2 % slower on the H200) then hits every implementation equally often and cancels in the per-round
+    ratios over each pair of rounds, instead of biasing them all one way."""
+    return names if r % 2 == 0 else names[::-1]
+
+
+def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], policy: TimingPolicy,
+                      timeout_s: float, method: str):
+    """Rounds of `round_samples` calls per implementation (each on a different input copy, so at most
+    `rotate_inputs`), alternating, until every median is tight. Each round's copies are refilled just
+    before it; the candidate's are checked after each of its rounds (AuditFailure ends the timing).
+
+    Drift (clocks, temperature, neighbours) hits every implementation alike, and ratios are formed
+    per round, so a slow drift cancels out of them.
+    """
+    from solbench.core.stats import median, rel_ci_halfwidth
+    from solbench.supervisor.reply_shapes import round_problem, split_problem
+
+    def ask(name, cmd, payload=None):
+        try:
+            return workers[name].request(cmd, payload, timeout_s)
+        except WorkerFailure as exc:
+            raise TimingFailure(name, exc) from None
+
+    def timed_round(name, r):
+        copies = timed[name]
+        order = copies.order(r, policy.round_samples)
+        # A round goes to its worker in parts of at most two calls, each made ready just before it: the
+        # candidate's calls can then do no work for another beyond their part, and the median of two calls is
+        # their mean (a round whose first call did every ready copy's work had a median near nothing:
+        # computes_ahead.py). Every implementation alike: the same requests a round, the same freshness in L2.
+        parts, wall, host, between = [], 0.0, 0.0, 0.0
+        for part in (order[i:i + AUDITED_PART] for i in range(0, len(order), AUDITED_PART)):
+            copies.before_round(part)
+            sent = time.perf_counter()
+            reply = ask(name, "round", {"order": part})
+            if why := round_problem(reply, len(part)):
+                raise TimingFailure(name, WorkerFailure("tampered", f"malformed round reply: {why}"))
+            host += sum(reply["host_ms"])
+            if _process_kind(workers[name]) == "native":  # put there by the supervisor's side (native_worker)
+                wall += reply["clock"][0]
+                between += max(0.0, reply["clock"][1] - sum(reply["host_ms"]))
+            else:
+                wall += (time.perf_counter() - sent) * 1e3
+            copies.after_round(part, r)
+            parts.append(reply)
+        clocked[name].append((wall, host, len(order), between))  # the whole round, as the comparators' rounds
+        return _joined(parts)
+
+    t = time.perf_counter()
+    for name in workers:
+        ask(name, "warm_up")  # it sees the same contents many times: each round refreshes what it calls first
+    t = trace("warm-up", t)
+    samples = {n: [] for n in workers}
+    host = {n: [] for n in workers}
+    flags = {n: set() for n in workers}
+    telemetry = {n: {} for n in workers}
+    per_round = {n: [] for n in workers}
+    clocked = {n: [] for n in workers}  # per round: (wall_ms on this process's clock, reported host_ms, calls,
+    #                                      the native runner's reported time between calls, 0 for a Python host)
+    start = time.perf_counter()
+    for r in range(policy.max_rounds):
+        for name in round_order(list(workers), r):
+            reply = timed_round(name, r)
+            if policy.retake_throttled and reply["telemetry"].get("throttled"):
+                flags[name].add("throttled_retaken")
+                reply = timed_round(name, r)
+            if reply["telemetry"].get("power_capped"):
+                flags[name].add("power_capped")
+            samples[name] += reply["device_ms"]
+            host[name] += reply["host_ms"]
+            flags[name].update(reply["flags"])
+            telemetry[name] = checked_telemetry(reply["telemetry"])
+            per_round[name].append(median(reply["device_ms"]))
+        # Tight enough when every median is, or when every per-round ratio against the candidate is:
+        # drift shared by all implementations (power cap, clocks) widens the former but cancels in the latter.
+        ratio_rounds = [[c / t for c, t in zip(per_round[n], per_round["candidate"])] for n in workers if n != "candidate"]
+        tight = (all(rel_ci_halfwidth(s) < policy.target_rel_ci for s in samples.values())
+                 or (ratio_rounds and all(rel_ci_halfwidth(r) < policy.target_rel_ci for r in ratio_rounds)))
+        # Stop only after whole pairs of rounds, so each position bias cancels (round_order).
+        may_stop = r + 1 >= policy.min_rounds and (r + 1) % 2 == 0
+        if may_stop and (tight or time.perf_counter() - start > policy.max_time_s):
+            break
+    t = trace(f"rounds ({r + 1})", t)
+    # The loop's own cost per call differs between the native runner and the Python host: the yardstick is
+    # the comparators timed in the candidate's kind of process, where there are any.
+    kind = _process_kind(workers["candidate"])
+    same = [n for n in workers if n != "candidate" and _process_kind(workers[n]) == kind]
+    yardstick = same or [n for n in workers if n != "candidate"]
+    trace_clock(clocked)
+    claims_between = kind == "native" and not same  # no trusted native runner beside a native candidate
+    if clock_gap(*clock_rounds(clocked, yardstick, claims_between)):
+        # A loaded host stalls some rounds at random; a worker that reports its calls short does it in every
+        # round. So a gap counts only when it holds again on fresh rounds, taken for this check alone.
+        clocked = {n: [] for n in workers}
+        for r2 in range(r + 1, r + 1 + CLOCK_CONFIRM_ROUNDS):
+            for name in round_order(list(workers), r2):
+                timed_round(name, r2)
+        if clock_gap(*clock_rounds(clocked, yardstick, claims_between)):
+            flags["candidate"].add(CLOCK_GAP)
+        t = trace(f"clock check rounds ({CLOCK_CONFIRM_ROUNDS})", t)
+    # The candidate's launcher A/B only: the comparators' was recorded and never read, and took ~0.2 s per
+    # comparator and scenario on the H200 (benchmarks/trace_summary.py); it runs after the rounds, so no ratio moves.
+    splits = {"candidate": ask("candidate", "launcher_split")} if policy.launcher_ab else {}
+    if splits and (why := split_problem(splits["candidate"])):
+        raise TimingFailure("candidate", WorkerFailure("tampered", f"malformed launcher split reply: {why}"))
+    trace("launcher split", t)
+    measurements = {}
+    for name in workers:
+        if rel_ci_halfwidth(samples[name]) >= policy.target_rel_ci:
+            flags[name].add("noisy")
+        split = splits.get(name, {})
+        measurements[name] = Measurement(
+            impl=name, samples_ms=tuple(samples[name]), method=method, host_samples_ms=tuple(host[name]),
+            device_graph_ms=split.get("graph_device_ms"), flags=tuple(sorted(flags[name])),
+            telemetry={**telemetry[name], "launcher": split} if split else telemetry[name],
+        )
+    cand = per_round["candidate"]
+    ratios = {n: tuple(c / t for c, t in zip(per_round[n], cand)) for n in workers if n != "candidate"}
+    return measurements, ratios
+
+
+def checked_telemetry(telemetry: dict) -> dict:
+    """A round's telemetry with its kernel records kept only in the shape the triage reads (they come from the
+    implementation's own process: kernel_records.valid_records)."""
+    from solbench.core.kernels import valid_records
+
+    if isinstance(telemetry, dict) and "kernels" in telemetry:
+        telemetry = {**telemetry, "kernels": valid_records(telemetry["kernels"])}
+        if telemetry["kernels"] is None:
+            del telemetry["kernels"]
+    return telemetry

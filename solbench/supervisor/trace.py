@@ -1,0 +1,44 @@
+"""Phase times of a run, for finding where its wall time goes: with SOLBENCH_TRACE set, each phase of a
+scenario's evaluation and timing rounds is a line (to stderr, or appended to the file it names), and
+benchmarks/trace_summary.py totals them per phase."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+TRACE = os.environ.get("SOLBENCH_TRACE", "")
+"""'1' prints phase times to stderr; any other non-empty value is a file they are appended to."""
+
+
+def trace(what: str, since: float) -> float:
+    """With SOLBENCH_TRACE set, record how long a phase took (to find where a slow run spends its time);
+    benchmarks/trace_summary.py totals them per phase."""
+    now = time.perf_counter()
+    if TRACE:
+        line = f"[solbench trace] {what}: {now - since:.3f} s"
+        if TRACE in ("1", "true", "yes"):
+            print(line, file=sys.stderr, flush=True)
+        else:
+            with open(TRACE, "a") as f:
+                print(line, file=f)
+    return now
+
+
+def trace_clock(clocked: dict) -> None:
+    """With SOLBENCH_TRACE set, each implementation's time per call that its reported times leave unexplained
+    on the supervisor's clock (the clock check's figure, audit.clock_gap), to see a yardstick that misfits."""
+    if not TRACE:
+        return
+    import statistics
+
+    parts = [f"{n} {statistics.median((w - h - b) / max(1, c) for w, h, c, b in rounds):.3f}"
+             f" (runner between calls {statistics.median(b / max(1, c) for _, _, c, b in rounds):.3f})"
+             for n, rounds in clocked.items() if rounds]
+    line = "[solbench clock] unexplained ms per call: " + ", ".join(parts)
+    if TRACE in ("1", "true", "yes"):
+        print(line, file=sys.stderr, flush=True)
+    else:
+        with open(TRACE, "a") as f:
+            print(line, file=f)
