@@ -45,6 +45,7 @@
 
 #include "confine.h"  // confine(): Landlock before the candidate loads
 #include "cupti_lite.h"
+#include "fd_receive.h"  // receive_fds(): the supervisor's tensors' fds off the fd socket
 #include "format.h"
 #include "solbench_attention.h"
 
@@ -448,44 +449,6 @@ static std::string driver_error(const char* call, CUresult r) {
 static void close_fds() {
     for (int fd : g_fds) close(fd);
     g_fds.clear();
-}
-
-// The next message's fds off the fd socket, into g_fds (solbench/gpu/ipc.py recv_fds, the same protocol).
-static std::string receive_fds(int sock) {
-    const size_t batch_max = 64;
-    for (;;) {
-        unsigned char header[4];
-        size_t have = 0;
-        int got = 0;
-        bool truncated = false;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * batch_max)];
-        while (have < sizeof header) {
-            iovec iov{header + have, sizeof header - have};
-            msghdr msg{};
-            msg.msg_iov = &iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control;
-            msg.msg_controllen = sizeof control;
-            ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);  // not inherited by anything the candidate starts
-            if (n <= 0) return n == 0 ? "the fd socket was closed" : format("recvmsg: %s", strerror(errno));
-            truncated = truncated || (msg.msg_flags & MSG_CTRUNC);
-            for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t i = 0; i < k; ++i) {
-                    int fd;
-                    memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                    g_fds.push_back(fd);
-                    ++got;
-                }
-            }
-            have += (size_t)n;
-        }
-        unsigned expected = header[0] | header[1] << 8 | header[2] << 16 | (unsigned)header[3] << 24;
-        if (truncated || (size_t)got != std::min<size_t>(expected, batch_max))
-            return format("a batch of %zu file descriptors arrived with %d", std::min<size_t>(expected, batch_max), got);
-        if (expected <= batch_max) return "";
-    }
 }
 
 static bool from_hex(const std::string& hex, void* out, size_t n) {
@@ -1029,7 +992,7 @@ static void cmd_prepare(int n) {
     release_all();
     // The fds were sent before the prepare line. Closed once the copies are bound: each mapping holds its
     // memory, and no fd of the supervisor's memory stays in a process the candidate runs in.
-    std::string fd_error = g_cfg.fd_socket >= 0 ? receive_fds(g_cfg.fd_socket) : "";
+    std::string fd_error = g_cfg.fd_socket >= 0 ? receive_fds(g_cfg.fd_socket, &g_fds) : "";
     char line[4096];
     std::string why = fd_error.empty() ? "" : "receiving the tensors' file descriptors: " + fd_error;
     for (int i = 0; i < n; ++i) {
