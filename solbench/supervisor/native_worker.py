@@ -188,7 +188,7 @@ class NativeWorker:
         writable = (self._scratch, "/dev") if self._scratch else ()
         log = open(self.log_path, "ab")
         # The runner's end of a socketpair, inherited under its own number: the tensors' fds go there.
-        theirs = None
+        theirs, started = None, False
         if self.own_memory is None:
             self._fds, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -198,10 +198,14 @@ class NativeWorker:
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                           pass_fds=(theirs.fileno(),) if theirs else (),
                                           start_new_session=True)  # its own group: stop() ends what it started
+            started = True
         finally:
             log.close()
             if theirs is not None:
                 theirs.close()  # the runner's copy is the only one: its end closes when it is gone
+            if self._fds is not None and not started:
+                self._fds.close()
+                self._fds = None
         self._buffer = b""
         status, body = self._reply("load", timeout_s + self.setup_s)
         if status == "load_failed":
