@@ -189,6 +189,9 @@ class NativeWorker:
         log = open(self.log_path, "ab")
         # The runner's end of a socketpair, inherited under its own number: the tensors' fds go there.
         theirs, started = None, False
+        if self._fds is not None:  # a runner that died unseen left its socket
+            self._fds.close()
+            self._fds = None
         if self.own_memory is None:
             self._fds, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
