@@ -2,9 +2,9 @@
 //
 // The supervisor starts it as `runner CONFIG` (see parse_config) with stdin/stdout as the command pipe,
 // stderr as the log and (fdsock=N) a Unix socket on which the file descriptors of the supervisor's tensors
-// arrive (solbench/gpu/ipc.py: batches of at most 64 fds, each on a 4-byte little-endian count of the fds
-// still to come, this batch's included). It measures its floors and calibrates the launch cover BEFORE the candidate library
-// is loaded (its constructors cannot touch them), then loads it and answers one command per line:
+// arrive (fd_receive.h, solbench/gpu/ipc.py). It measures its floors and calibrates the launch cover BEFORE
+// the candidate library is loaded (its constructors cannot touch them), then loads it and answers one
+// command per line:
 //
 //   prepare N            then N lines "copy STRUCT_HEX TOKEN x14": bind the supervisor's tensors (their fds are
 //                        taken off the fd socket first; tokens "fd:INDEX:SERIAL:SIZE:OFFSET", "own:..", "-")
