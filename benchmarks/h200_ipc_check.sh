@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The GPU checks of the supervisor's shared memory (tests/test_ipc_gpu.py) in one device call of under 3
-# minutes: every shared tensor is a driver allocation of its own, a worker that maps one reaches nothing past
-# it, a mapping kept past the supervisor's free never sees later tensors, and a worker that dies mid-check
-# (os._exit) leaves nothing allocated, alone and in a smoke run beside the seed (native runner).
+# The GPU checks of the supervisor's shared memory (tests/test_ipc_gpu.py) in one device call of under 4
+# minutes: every shared tensor is a driver allocation of its own (cuMemCreate, exported as a POSIX fd), a
+# worker that maps one reaches nothing past it, a child cannot open an allocation it was not sent (fd numbers
+# near its own, /proc/<supervisor>/fd/N), a mapping kept past the supervisor's free never sees later tensors,
+# and a worker that dies mid-check (os._exit) leaves nothing allocated, alone and in a smoke run beside the
+# seed (native runner, which maps the fds it is sent). Then benchmarks/ipc_handle_probe.py: legacy handles
+# forged (for exported and never-exported memory) and the fd path, one line each, OPENED or refused.
 # Run from the repository root on the GPU machine; the log and JUnit XML land in $OUT (or ./ipc-out).
 #
 #   bash benchmarks/h200_ipc_check.sh          # prints a pass/fail table; exit status 0 when all passed
@@ -18,8 +21,8 @@ python3 -m solbench build reference_kernels/seed_attention.cu --arch h200 > "$ou
 wait
 echo "builds: $((SECONDS - started)) s (logs in $out/build-*.log)"
 
-# What an allocation of its own costs: a copy of a smoke scenario's inputs made and freed (cuMemAlloc, the
-# slack's memset, the copy, cuMemFree), per copy and per tensor.
+# What an allocation of its own costs: a copy of a smoke scenario's inputs made and freed (cuMemCreate and
+# its mapping, the slack's memset, the copy, unmap and release), per copy and per tensor.
 timeout 60 python3 - <<'PY' 2>&1 | tail -2
 import gc, time
 import torch
@@ -62,5 +65,11 @@ for case in cases:
         print("    " + lines[0][:200])
 PY
 tail -3 "$out/ipc.log"
-echo "total: $((SECONDS - started)) s, pytest exit status $rc"
+
+# The probe: its last lines answer each question (OPENED / refused); status 1 when the fd path let a child in.
+timeout 120 python3 benchmarks/ipc_handle_probe.py > "$out/probe.log" 2>&1
+probe=$?
+grep -E "^(legacy|\(a\)|\(b\))" "$out/probe.log" || tail -5 "$out/probe.log"
+echo "total: $((SECONDS - started)) s, pytest exit status $rc, probe exit status $probe"
+[ "$rc" = 0 ] && exit "$probe"
 exit "$rc"

@@ -1,10 +1,12 @@
 """On a GPU: every tensor the supervisor shares is an allocation of its own, a worker that maps one reaches
-nothing beyond it, and a worker that dies holding a scenario leaves nothing allocated in the supervisor.
+nothing beyond it, a worker can map only what it was sent (a file descriptor; there is no handle to
+forge), and a worker that dies holding a scenario leaves nothing allocated in the supervisor.
 benchmarks/h200_ipc_check.sh runs this file and prints a table of it.
 """
 
 import gc
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -56,54 +58,85 @@ def _free_again(start: int, within_s: float = 20.0) -> int:
         time.sleep(0.5)
 
 
+def _child(script: str, tensors, *args, **popen):
+    """A Python child process that receives the tensors' fds as a worker does (over a Unix socket, SCM_RIGHTS)
+    and gets argv [SOCKET_FD, TOKEN..., *args] (and in $EXPORTED_FDS the numbers the fds had here); the fds
+    are sent and closed here once it started."""
+    ours, theirs = socket.socketpair()
+    exports = ipc.Exports()
+    try:
+        tokens = [ipc.token(t, exports) for t in tensors]
+        env = {**CHILD_ENV, "EXPORTED_FDS": ",".join(map(str, exports.fds))}
+        argv = [sys.executable, "-c", script, str(theirs.fileno()), *tokens, *map(str, args)]
+        proc = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), text=True, env=env, **popen)
+        ipc.send_fds(ours.fileno(), exports.fds)
+    finally:
+        exports.close()
+        theirs.close()
+    proc.fd_socket = ours  # kept open until the child is gone
+    return proc
+
+
 def test_every_token_maps_exactly_its_own_allocation():
     """For every tensor of every smoke scenario (and the candidate's copy, and a comparator's outputs), the
-    driver's allocation around the tensor is the one solbench made for it alone: its base is the token's
-    handle's, its size that tensor's rounded size, aligned to the IPC granule."""
+    driver's mapping around the tensor is the one solbench made for it alone: its base is the allocation's,
+    its size that tensor's rounded size, aligned to the granule, and its token names that allocation."""
     drv = driver.load()
     seen = set()
     for sc in load_suite("smoke").scenarios:
         inp = make_inputs(sc, trial=0, device="cuda")
+        exports = ipc.Exports()
         for copy in (inp, clone_inputs(inp), with_outputs(inp)):
             for name in TENSORS:
                 t = getattr(copy, name)
                 if t is None:
                     continue
                 a = device_memory.allocation_of(t)
-                handle, offset = ipc.parse(ipc.token(t))
+                tok = ipc.parse(ipc.token(t, exports))
                 with drv.context(a.ordinal):
                     base, size = drv.address_range(t.data_ptr())
-                assert (base, size) == (a.ptr, device_memory.rounded(a.nbytes)), (sc.id, name)
-                assert base % device_memory.IPC_GRANULE == 0 and base + offset == t.data_ptr(), (sc.id, name)
-                assert offset + t.numel() * t.element_size() <= a.nbytes, (sc.id, name)
-                seen.add((base, handle))
+                granule = device_memory.granule(a.ordinal)
+                assert (base, size) == (a.ptr, device_memory.rounded(a.nbytes, granule)) == (a.ptr, tok.size), (sc.id, name)
+                assert base % granule == 0 and base + tok.offset == t.data_ptr(), (sc.id, name)
+                assert tok.offset + t.numel() * t.element_size() <= a.nbytes, (sc.id, name)
+                seen.add((base, tok.serial))
+        exports.close()
         del inp, copy, t
-    assert len({h for _, h in seen}) == len(seen)  # one handle per allocation
+    assert len({serial for _, serial in seen}) == len(seen)  # one serial per allocation
 
 
-_PAST_THE_END = r"""
-import sys, torch
+_RECEIVE = r"""
+import os, sys, torch
 from solbench.gpu import device_memory, driver, ipc
 torch.zeros(1 << 16, dtype=torch.uint8, device="cuda").sum(dtype=torch.int64).item()  # context, cache: no VA later
-handle, offset = ipc.parse(sys.argv[1]); size, nbytes = int(sys.argv[2]), int(sys.argv[3])
-m = device_memory.open_mapping(handle, size + (1 << 16))
+fds = ipc.recv_fds(int(sys.argv[1]))
+tok = ipc.parse(sys.argv[2])
+m = device_memory.open_mapping(fds[tok.index], tok.serial, tok.size, tok.size)
+for fd in fds:
+    os.close(fd)
+"""
+
+_PAST_THE_END = _RECEIVE + r"""
+nbytes = int(sys.argv[3])
 drv = driver.load()
 with drv.context(torch.cuda.current_device()):
     base, length = drv.address_range(m.ptr)
 print("RANGE", m.ptr - base, length, flush=True)
-t = m.tensor()
-print("INSIDE", t[:nbytes].sum(dtype=torch.int64).item(), flush=True)
+print("INSIDE", m.tensor()[:nbytes].sum(dtype=torch.int64).item(), flush=True)
+class Wider:  # the mapping's bytes and 64 KiB past them
+    __cuda_array_interface__ = {"shape": (tok.size + (1 << 16),), "typestr": "|u1", "data": (m.ptr, False),
+                                "version": 3, "strides": None, "stream": None}
 try:
-    print("READ", t[size:].sum(dtype=torch.int64).item(), flush=True)
+    print("READ", torch.as_tensor(Wider(), device="cuda")[tok.size:].sum(dtype=torch.int64).item(), flush=True)
 except Exception as exc:
     print("FAULT", str(exc).splitlines()[0], flush=True)
 """
 
 
 def test_a_worker_reaches_nothing_past_the_allocation_it_maps():
-    """Another process that maps a tensor's token sees a mapping of exactly that allocation's size, and a read
-    just past its end faults instead of landing in another tensor of the supervisor's (with torch's
-    caching allocator it landed in the rest of a segment of up to GBs)."""
+    """Another process that maps a tensor from the fd it was sent sees a mapping of exactly that allocation's
+    size, and a read just past its end faults instead of landing in another tensor of the supervisor's
+    (with torch's caching allocator it landed in the rest of a segment of up to GBs)."""
     neighbours = [device_memory.empty_bytes(device_memory.IPC_GRANULE) for _ in range(4)]
     t = device_memory.empty_bytes(1000)
     for n in neighbours:
@@ -111,20 +144,16 @@ def test_a_worker_reaches_nothing_past_the_allocation_it_maps():
     t.fill_(1)
     torch.cuda.synchronize()
     size = device_memory.allocation_of(t).size
-    child = subprocess.run([sys.executable, "-c", _PAST_THE_END, ipc.token(t), str(size), "1000"],
-                           capture_output=True, text=True, timeout=120, env=CHILD_ENV)
-    lines = dict(line.split(" ", 1) for line in child.stdout.splitlines() if " " in line)
-    assert lines.get("RANGE") == f"0 {size}", child.stdout + child.stderr[-2000:]
-    assert lines.get("INSIDE") == "1000", child.stdout  # the tensor's 1000 bytes, each 1
-    assert "FAULT" in lines, child.stdout + child.stderr[-2000:]
+    child = _child(_PAST_THE_END, [t], 1000, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = child.communicate(timeout=120)
+    lines = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    assert lines.get("RANGE") == f"0 {size}", out + err[-2000:]
+    assert lines.get("INSIDE") == "1000", out  # the tensor's 1000 bytes, each 1
+    assert "FAULT" in lines, out + err[-2000:]
 
 
-_KEEPS_ITS_MAPPING = r"""
-import sys, torch
-from solbench.gpu import device_memory, ipc
-torch.zeros(1, device="cuda")
-handle, _ = ipc.parse(sys.argv[1])
-t = device_memory.open_mapping(handle, int(sys.argv[2])).tensor()
+_KEEPS_ITS_MAPPING = _RECEIVE + r"""
+t = m.tensor()
 print("MAPPED", int((t == 0x11).sum()), flush=True)
 sys.stdin.readline()
 try:
@@ -137,15 +166,13 @@ except Exception as exc:
 def test_a_mapping_kept_past_the_supervisors_free_never_sees_its_later_tensors(tmp_path):
     """A hostile worker can say it let go and keep its mappings: the supervisor then frees an allocation the
     worker still maps. What the worker reads there afterwards must never be memory the supervisor
-    allocated since (the driver keeps the pages until the last mapping goes)."""
+    allocated since (the driver keeps the memory until the last mapping goes)."""
     n = device_memory.IPC_GRANULE
     old = device_memory.empty_bytes(n)
     old.fill_(0x11)
     torch.cuda.synchronize()
     err = tmp_path / "child.err"
-    child = subprocess.Popen([sys.executable, "-c", _KEEPS_ITS_MAPPING, ipc.token(old), str(n)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err.open("w"), text=True,
-                             env=CHILD_ENV)
+    child = _child(_KEEPS_ITS_MAPPING, [old], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err.open("w"))
     try:
         assert child.stdout.readline().split() == ["MAPPED", str(n)], err.read_text()[-2000:]
         ptr = device_memory.allocation_of(old).ptr
@@ -163,6 +190,64 @@ def test_a_mapping_kept_past_the_supervisors_free_never_sees_its_later_tensors(t
         child.kill()
         child.wait(30)
     assert said and (said[0] == "FAULT" or (said[0] == "AFTER" and said[2] == "0")), (said, err.read_text()[-2000:])
+
+
+_TRIES_WHAT_IT_WAS_NOT_SENT = _RECEIVE + r"""
+import ctypes
+print("GIVEN OPENED", int((m.tensor() == 0x11).sum()), flush=True)
+drv = driver.load()
+POSIX_FD = driver.MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+
+def attempt(label, fd):
+    handle = ctypes.c_uint64(0)
+    try:
+        with drv.context(torch.cuda.current_device()):
+            drv.call("cuMemImportFromShareableHandle", ctypes.byref(handle), ctypes.c_void_p(fd), POSIX_FD)
+            drv.call("cuMemRelease", handle)
+        print(label, "OPENED", flush=True)
+    except driver.DriverError as exc:
+        print(label, "refused", exc, flush=True)
+
+given = fds[tok.index]  # closed above, as a worker closes it: its number and its neighbours are free or other files
+for fd in range(max(0, given - 4), given + 8):
+    attempt(f"NEIGHBOUR {fd}", fd)
+parent = os.getppid()
+numbers = [int(n) for n in (sys.argv[3] + "," + os.environ["EXPORTED_FDS"]).split(",") if n]
+numbers += [int(n) for n in os.listdir(f"/proc/{parent}/fd")]
+for n in sorted(set(numbers)):
+    try:
+        fd = os.open(f"/proc/{parent}/fd/{n}", os.O_RDONLY)
+    except OSError as exc:
+        print(f"PROC {n}", "refused", exc.strerror, flush=True)
+        continue
+    attempt(f"PROC {n}", fd)
+    os.close(fd)
+print("DONE", flush=True)
+"""
+
+
+def test_a_child_cannot_open_an_allocation_it_was_not_sent(tmp_path):
+    """A child sent one allocation's fd maps it, and nothing else: not through fd numbers near the one it got
+    (there is no handle to forge), nor through /proc/<supervisor>/fd/N, neither for the numbers the
+    supervisor's exported fds had (closed once sent) nor for any fd the supervisor holds. B was exported for
+    another message (and closed), C never exported."""
+    sent, b, c = (device_memory.empty_bytes(device_memory.IPC_GRANULE) for _ in range(3))
+    sent.fill_(0x11)
+    torch.cuda.synchronize()
+    other = ipc.Exports()
+    ipc.token(b, other)
+    b_numbers = list(other.fds)
+    other.close()
+    child = _child(_TRIES_WHAT_IT_WAS_NOT_SENT, [sent], ",".join(map(str, b_numbers)),
+                             stdout=subprocess.PIPE, stderr=(tmp_path / "child.err").open("w"))
+    out, _ = child.communicate(timeout=120)
+    err = (tmp_path / "child.err").read_text()[-2000:]
+    lines = out.splitlines()
+    assert f"GIVEN OPENED {device_memory.IPC_GRANULE}" in lines and "DONE" in lines, out + err
+    opened = [line for line in lines if line.endswith("OPENED") and not line.startswith("GIVEN")]
+    assert not opened, out
+    assert any(line.startswith("NEIGHBOUR") for line in lines) and any(line.startswith("PROC") for line in lines)
+    del sent, b, c
 
 
 def test_a_python_worker_that_exits_mid_check_leaks_nothing(tmp_path):

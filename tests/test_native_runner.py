@@ -70,3 +70,62 @@ int main() {{
     assert lines[0].startswith(f"confined (Landlock ABI {abi})"), lines
     assert lines[1:3] == ["scratch 1", "outside 0"], lines
     assert lines[3] == ("signal 0" if abi >= 6 else "signal 1"), lines
+
+
+def test_the_runner_receives_the_fds_in_the_order_they_were_sent(tmp_path):
+    """fd_receive.h (how the runner takes the tensors' fds off its socket), compiled alone and fed by
+    solbench.gpu.ipc.send_fds: every fd arrives, in order, past a batch boundary; an empty message is
+    one empty batch; a batch that comes short is said to, and the next message is still read in step."""
+    import os
+    import socket
+    import struct
+    from pathlib import Path
+
+    from solbench.gpu import ipc
+
+    header = Path(__file__).resolve().parents[1] / "solbench" / "sandbox" / "native" / "fd_receive.h"
+    source = tmp_path / "recv.cpp"
+    source.write_text(f'''#include "{header}"
+#include <cstdio>
+#include <cstdlib>
+int main(int argc, char** argv) {{
+    for (int m = 0; m < 4; ++m) {{
+        std::vector<int> fds;
+        std::string why = receive_fds(atoi(argv[1]), &fds);
+        printf("message %d: %zu fds [%s]", m, fds.size(), why.c_str());
+        for (int fd : fds) {{
+            char c = '?';
+            printf(" %c", pread(fd, &c, 1, 0) == 1 ? c : '?');
+            close(fd);
+        }}
+        printf("\\n");
+    }}
+}}
+''')
+    exe = tmp_path / "recv"
+    subprocess.run(["nvcc", "-std=c++17", str(source), "-o", str(exe)], check=True, capture_output=True)
+    ours, theirs = socket.socketpair()
+    proc = subprocess.Popen([str(exe), str(theirs.fileno())], pass_fds=(theirs.fileno(),), stdout=subprocess.PIPE,
+                            text=True)
+    theirs.close()
+    files = []
+    for i in range(ipc.FD_BATCH + 6):
+        fd = os.memfd_create(f"f{i}")
+        os.write(fd, bytes([ord("A") + i % 26]))
+        files.append(fd)
+    try:
+        ipc.send_fds(ours.fileno(), files)
+        ipc.send_fds(ours.fileno(), [])
+        socket.send_fds(ours, [struct.pack("<I", 3)], files[:1])  # says 3, brings 1
+        ipc.send_fds(ours.fileno(), files[1:3])
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        for fd in files:
+            os.close(fd)
+        ours.close()
+    lines = out.splitlines()
+    letters = " ".join(chr(ord("A") + i % 26) for i in range(len(files)))
+    assert lines[0] == f"message 0: {len(files)} fds [] {letters}", lines
+    assert lines[1] == "message 1: 0 fds []"
+    assert lines[2] == "message 2: 1 fds [a batch of 3 file descriptors arrived with 1] A"
+    assert lines[3] == "message 3: 2 fds [] B C"

@@ -3,6 +3,7 @@ speaking runner.cu's protocol), each failure of the runner as the WorkerFailure 
 to a status, and the flags decided from the runner's raw numbers."""
 
 import json
+import socket
 import sys
 import textwrap
 
@@ -27,8 +28,11 @@ FAKE = textwrap.dedent("""\
     mode = os.environ.get("FAKE_MODE", "")
     if mode == "load_failed":
         print("load_failed lib.so: missing entry point `solbench_attention_forward`", flush=True); sys.exit(0)
+    fdsock = [int(a[7:]) for a in sys.argv if a.startswith("fdsock=")]
+    import stat
     print("ok " + json.dumps({{"device": "cuda:0", "runner": "native", "host_floor_ms": 0.01,
-                               "host_gap_slack_ms": 0.02, "cupti": True}}), flush=True)
+                               "host_gap_slack_ms": 0.02, "cupti": True,
+                               "fdsock": [stat.S_ISSOCK(os.fstat(n).st_mode) for n in fdsock]}}), flush=True)
     for line in sys.stdin:
         cmd = line.split()[0]
         if cmd == "quit":
@@ -153,3 +157,23 @@ def test_runs_pick_the_native_runner_for_cu_on_a_gpu_only():
     on_cpu = make_workers(UnitContext(specs, "cpu", TimingPolicy(), 10, "h200", "r", "/tmp"))
     assert all(isinstance(w, Worker) for w in on_cpu.values())
     assert json.dumps(specs["candidate"].allow) == "[]"
+
+
+def test_the_runner_gets_a_socket_for_the_tensors_fds_unless_it_owns_its_tensors(fake_runner, tmp_path, monkeypatch):
+    """A runner that maps the supervisor's tensors inherits one end of a socketpair (fdsock=N names it) and
+    the supervisor keeps the other, closed with the runner; a sanitizing runner (own tensors) gets none."""
+    worker = _worker(fake_runner, tmp_path, monkeypatch)
+    worker.start(30.0)
+    try:
+        assert worker.description["fdsock"] == [True]
+        assert worker._fds.family == socket.AF_UNIX
+    finally:
+        worker.stop()
+    assert worker._fds is None
+    sanitizing = _worker(fake_runner, tmp_path, monkeypatch)
+    sanitizing.own_memory = tmp_path / "data.bin"
+    sanitizing.start(30.0)
+    try:
+        assert sanitizing.description["fdsock"] == [] and sanitizing._fds is None
+    finally:
+        sanitizing.stop()

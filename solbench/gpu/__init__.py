@@ -1,2 +1,2 @@
-"""The CUDA edge: runtime and driver calls, the device memory shared with workers and its IPC tokens, events
-and flushes, telemetry, environment, calibration."""
+"""The CUDA edge: runtime and driver calls, the device memory shared with workers and the file descriptors
+it is sent as, events and flushes, telemetry, environment, calibration."""

@@ -1,49 +1,75 @@
 """Device memory the supervisor shares with its workers: one driver allocation per tensor, so that a worker
-which maps a tensor (CUDA IPC maps whole allocations) reaches that tensor and nothing else of the
-supervisor's, and a worker that dies leaves nothing behind (the driver drops a dead process's mappings).
+which maps a tensor (a worker maps whole allocations) reaches that tensor and nothing else of the
+supervisor's, and a worker that dies leaves nothing behind (the driver drops a dead process's mappings
+and closes its file descriptors).
 
-Supervisor side: `empty(shape, dtype)` is a torch tensor over a fresh cuMemAlloc allocation (no copy:
-torch wraps it through __cuda_array_interface__, and the tensor keeps its owner, a `Block`, alive). When
-the last tensor over it is gone the allocation is freed, unless a worker it was lent to (`lend`, by
-solbench.gpu.ipc when it makes the worker's token) may still map it: then it waits until that worker says
-it let go (`returned` after its release or prepare) or is gone (`returned` with no mark).
+Each allocation is made with the driver's virtual memory management: cuMemCreate (exportable as a POSIX
+file descriptor and nothing else), an address range of its own (cuMemAddressReserve), cuMemMap and
+cuMemSetAccess. A worker can map it only through a file descriptor the supervisor exported for it
+(cuMemExportToShareableHandle) and sent it over a Unix socket (solbench.gpu.ipc): there is no handle whose
+bytes could be guessed or forged, as there was with legacy CUDA IPC handles.
 
-Worker side: `open_mapping(handle, nbytes)` maps an allocation from its IPC handle (once per process),
-`take_opened()` names those mapped since the last call, and `Mapping.close()` unmaps one.
+Supervisor side: `empty(shape, dtype)` is a torch tensor over a fresh allocation (no copy: torch wraps it
+through __cuda_array_interface__, and the tensor keeps its owner, a `Block`, alive). When the last tensor
+over it is gone the allocation is freed, unless a worker it was lent to (`lend`, by solbench.gpu.ipc when
+it makes the worker's token) may still map it: then it waits until that worker says it let go (`returned`
+after its release or prepare) or is gone (`returned` with no mark). `export_fd` makes one file descriptor
+of an allocation for one message.
 
-Sizes are rounded up to IPC_GRANULE: the driver packs smaller allocations into shared 2 MiB blocks, and
-CUDA IPC then shares the whole block, neighbours included (CUDA programming guide, "Interprocess
-Communication"). The slack past the bytes asked for is zeroed (it may be memory the supervisor freed).
-Addresses are at least 256-byte aligned (in practice 2 MiB), as every kernel expects.
+Worker side: `open_mapping(fd, serial, size, nbytes)` maps an allocation from a file descriptor it was
+sent (once per process: `serial` names the allocation across messages), `take_opened()` names those
+mapped since the last call, and `Mapping.close()` unmaps one.
+
+Sizes are rounded up to the driver's recommended granularity, and to IPC_GRANULE at least; the slack past
+the bytes asked for is zeroed (it may be memory the supervisor freed). Addresses are aligned to the
+granularity (2 MiB), more than the 256 bytes every kernel expects.
 """
 
 from __future__ import annotations
 
 import bisect
 import ctypes
+import itertools
 import threading
 import weakref
 
 from solbench.gpu import driver
 
 IPC_GRANULE = 2 << 20
-"""Bytes every allocation is rounded up to: the granularity at which CUDA IPC shares memory."""
+"""The least every allocation is rounded up to (the driver's recommended granularity is 2 MiB on the GPUs
+solbench runs on; a larger one rounds further)."""
 
 
-def rounded(nbytes: int) -> int:
-    """The bytes an allocation for `nbytes` takes (never 0: cuMemAlloc refuses a size of 0)."""
-    return max(1, -(-nbytes // IPC_GRANULE)) * IPC_GRANULE
+def rounded(nbytes: int, granule: int = IPC_GRANULE) -> int:
+    """The bytes an allocation for `nbytes` takes (never 0: cuMemCreate refuses a size of 0)."""
+    return max(1, -(-nbytes // granule)) * granule
+
+
+_granules: dict[int, int] = {}
+
+
+def granule(ordinal: int) -> int:
+    """What allocations on device `ordinal` are rounded to: the driver's recommended granularity for an
+    exportable allocation, rounded up to a multiple of IPC_GRANULE (cached per device)."""
+    if ordinal not in _granules:
+        drv, got = driver.load(), ctypes.c_size_t(0)
+        prop = driver.device_allocation_prop(ordinal)
+        drv.call("cuMemGetAllocationGranularity", ctypes.byref(got), ctypes.byref(prop),
+                 driver.MEM_ALLOC_GRANULARITY_RECOMMENDED)
+        _granules[ordinal] = rounded(IPC_GRANULE, max(got.value, 1))
+    return _granules[ordinal]
 
 
 class Allocation:
-    """One cuMemAlloc allocation, alive until freed (its Block may be gone while a worker still holds it)."""
+    """One cuMemCreate allocation mapped here, alive until freed (its Block may be gone while a worker still
+    holds it)."""
 
-    __slots__ = ("ptr", "size", "nbytes", "ordinal", "holders", "dropped", "handle")
+    __slots__ = ("ptr", "size", "nbytes", "ordinal", "holders", "dropped", "handle", "serial")
 
-    def __init__(self, ptr: int, size: int, nbytes: int, ordinal: int):
+    def __init__(self, ptr: int, size: int, nbytes: int, ordinal: int, handle: int):
         self.ptr = ptr
         self.size = size
-        """Bytes allocated (rounded)."""
+        """Bytes allocated (rounded), mapped from ptr."""
         self.nbytes = nbytes
         """Bytes the tensors over it see."""
         self.ordinal = ordinal
@@ -51,8 +77,10 @@ class Allocation:
         """Worker (holder id) -> the generation of its loan; the allocation is freed only once empty."""
         self.dropped = False
         """No tensor of the supervisor's is over it any more."""
-        self.handle: bytes | None = None
-        """Its IPC handle, once made (solbench.gpu.ipc)."""
+        self.handle = handle
+        """Its CUmemGenericAllocationHandle (exported for each message that sends it, released when freed)."""
+        self.serial = next(_serials)
+        """Names it to workers across messages (never reused, unlike an address)."""
 
 
 _lock = threading.RLock()  # finalizers run wherever the last reference goes, other threads included
@@ -61,6 +89,54 @@ _bases: list[int] = []  # sorted keys of _live, to find the allocation holding a
 _loans: dict[int, set[int]] = {}  # holder -> pointers of the allocations lent to it
 _generation: dict[int, int] = {}
 _holder_ids = iter(range(1, 1 << 62))
+_serials = itertools.count(1)
+
+
+def _map(drv, handle: int, size: int, ordinal: int) -> int:
+    """Map a whole allocation at an address range of its own, readable and writable by device `ordinal`;
+    its address. Whatever was done is undone if a step fails."""
+    ptr = ctypes.c_uint64(0)
+    drv.call("cuMemAddressReserve", ctypes.byref(ptr), size, 0, 0, 0)  # alignment 0: the granularity
+    try:
+        drv.call("cuMemMap", ptr, size, 0, handle, 0)
+        try:
+            drv.call("cuMemSetAccess", ptr, size, ctypes.byref(driver.read_write_access(ordinal)), 1)
+        except driver.DriverError:
+            drv.call("cuMemUnmap", ptr, size)
+            raise
+    except driver.DriverError:
+        drv.call("cuMemAddressFree", ptr, size)
+        raise
+    return ptr.value
+
+
+def _unmap_range(drv, ptr: int, size: int) -> None:
+    """Undo _map (cuMemUnmap waits for work still using the range, as cuMemFree did)."""
+    drv.call("cuMemUnmap", ctypes.c_uint64(ptr), size)
+    drv.call("cuMemAddressFree", ctypes.c_uint64(ptr), size)
+
+
+def _create(drv, size: int, ordinal: int) -> int:
+    """A new allocation's handle; after an out-of-memory error, torch's cache gives back what it holds and
+    it is tried once more (torch's OutOfMemoryError if that fails too: the error the supervisor records as a
+    machine error for the scenario)."""
+    handle, prop = ctypes.c_uint64(0), driver.device_allocation_prop(ordinal)
+    try:
+        drv.call("cuMemCreate", ctypes.byref(handle), size, ctypes.byref(prop), 0)
+        return handle.value
+    except driver.DriverError as exc:
+        if exc.code != driver.CUDA_ERROR_OUT_OF_MEMORY:
+            raise
+    import torch
+
+    torch.cuda.empty_cache()
+    try:
+        drv.call("cuMemCreate", ctypes.byref(handle), size, ctypes.byref(prop), 0)
+    except driver.DriverError as exc:
+        if exc.code != driver.CUDA_ERROR_OUT_OF_MEMORY:
+            raise
+        raise torch.OutOfMemoryError(f"cuMemCreate of {size} bytes on device {ordinal}: out of memory") from None
+    return handle.value
 
 
 class Block:
@@ -69,43 +145,28 @@ class Block:
 
     def __init__(self, nbytes: int, ordinal: int):
         drv = driver.load()
-        size = rounded(nbytes)
-        ptr = ctypes.c_uint64(0)
         with drv.context(ordinal):
+            size = rounded(nbytes, granule(ordinal))
+            handle = _create(drv, size, ordinal)
             try:
-                drv.call("cuMemAlloc_v2", ctypes.byref(ptr), size)
-            except driver.DriverError as exc:
-                if exc.code != driver.CUDA_ERROR_OUT_OF_MEMORY:
-                    raise
-                _out_of_memory(drv, ordinal, size, ptr)
-        self.allocation = Allocation(ptr.value, size, nbytes, ordinal)
+                ptr = _map(drv, handle, size, ordinal)
+            except driver.DriverError:
+                drv.call("cuMemRelease", ctypes.c_uint64(handle))
+                raise
+        self.allocation = Allocation(ptr, size, nbytes, ordinal, handle)
         with _lock:
-            _live[ptr.value] = self.allocation
-            bisect.insort(_bases, ptr.value)
+            _live[ptr] = self.allocation
+            bisect.insort(_bases, ptr)
         finalizer = weakref.finalize(self, _drop, self.allocation)
         finalizer.atexit = False  # at exit the process's memory goes with its context
         if size > nbytes:  # the rounding's slack, which a worker maps too: never what freed memory held
             with drv.context(ordinal):
-                drv.call("cuMemsetD8_v2", ctypes.c_uint64(ptr.value + nbytes), 0, size - nbytes)
+                drv.call("cuMemsetD8_v2", ctypes.c_uint64(ptr + nbytes), 0, size - nbytes)
 
     @property
     def __cuda_array_interface__(self) -> dict:
         return {"shape": (self.allocation.nbytes,), "typestr": "|u1", "data": (self.allocation.ptr, False),
                 "version": 3, "strides": None, "stream": None}
-
-
-def _out_of_memory(drv, ordinal: int, size: int, ptr) -> None:
-    """Free blocks torch's caching allocator holds and try once more; torch's OutOfMemoryError if that fails
-    too (the error the supervisor records as a machine error for the scenario)."""
-    import torch
-
-    torch.cuda.empty_cache()
-    try:
-        drv.call("cuMemAlloc_v2", ctypes.byref(ptr), size)
-    except driver.DriverError as exc:
-        if exc.code != driver.CUDA_ERROR_OUT_OF_MEMORY:
-            raise
-        raise torch.OutOfMemoryError(f"cuMemAlloc of {size} bytes on device {ordinal}: out of memory") from None
 
 
 def _drop(allocation: Allocation) -> None:
@@ -122,7 +183,19 @@ def _free(allocation: Allocation) -> None:
         del _bases[bisect.bisect_left(_bases, allocation.ptr)]
     drv = driver.load()
     with drv.context(allocation.ordinal):
-        drv.call("cuMemFree_v2", ctypes.c_uint64(allocation.ptr))
+        _unmap_range(drv, allocation.ptr, allocation.size)
+        # The memory itself goes once no worker maps it or holds a file descriptor of it either.
+        drv.call("cuMemRelease", ctypes.c_uint64(allocation.handle))
+
+
+def export_fd(allocation: Allocation) -> int:
+    """A new file descriptor of the allocation, for one message to one worker: the caller sends it and
+    closes it (the worker's copy, made by the kernel as it passes the socket, is the only one left)."""
+    drv, fd = driver.load(), ctypes.c_int(-1)
+    with drv.context(allocation.ordinal):
+        drv.call("cuMemExportToShareableHandle", ctypes.byref(fd), ctypes.c_uint64(allocation.handle),
+                 driver.MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
+    return fd.value
 
 
 def _as_bytes(owner, ordinal: int):
@@ -233,16 +306,23 @@ def lent_to(holder: int) -> int:
 
 
 class Mapping:
-    """One allocation of the supervisor's, mapped here from its IPC handle; exposes its first `nbytes`."""
+    """One allocation of the supervisor's, mapped here from a file descriptor it was sent; exposes its first
+    `nbytes`."""
 
-    def __init__(self, handle: bytes, nbytes: int, ordinal: int):
+    def __init__(self, fd: int, serial: int, size: int, nbytes: int, ordinal: int):
         drv = driver.load()
-        ptr = ctypes.c_uint64(0)
+        handle = ctypes.c_uint64(0)
         with drv.context(ordinal):
-            drv.call("cuIpcOpenMemHandle_v2", ctypes.byref(ptr), driver.IpcMemHandle.from_buffer_copy(handle),
-                     driver.IPC_LAZY_ENABLE_PEER_ACCESS)
-        self.handle, self.ptr, self.nbytes, self.ordinal = handle, ptr.value, nbytes, ordinal
-        self._closer = weakref.finalize(self, _unmap, handle, ptr.value, ordinal)
+            # The fd is passed by value, as a pointer-sized integer (cuda.h: (void*)(uintptr_t)fd).
+            drv.call("cuMemImportFromShareableHandle", ctypes.byref(handle), ctypes.c_void_p(fd),
+                     driver.MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+            try:
+                ptr = _map(drv, handle.value, size, ordinal)
+            finally:
+                # The mapping holds the memory from here on: the imported handle has no further use.
+                drv.call("cuMemRelease", handle)
+        self.serial, self.ptr, self.size, self.nbytes, self.ordinal = serial, ptr, size, nbytes, ordinal
+        self._closer = weakref.finalize(self, _unmap, serial, ptr, size, ordinal)
         self._closer.atexit = False
 
     @property
@@ -263,28 +343,31 @@ class Mapping:
         return _as_bytes(self, self.ordinal)
 
 
-_mapped: dict[bytes, weakref.ref] = {}  # handle -> open Mapping (a handle is opened once per process)
+_mapped: dict[int, weakref.ref] = {}  # serial -> open Mapping (an allocation is mapped once per process)
 _opened: list[Mapping] = []
 
 
-def _unmap(handle: bytes, ptr: int, ordinal: int) -> None:
+def _unmap(serial: int, ptr: int, size: int, ordinal: int) -> None:
     with _lock:
-        ref = _mapped.get(handle)
+        ref = _mapped.get(serial)
         if ref is not None and (ref() is None or ref().ptr == ptr):
-            del _mapped[handle]
+            del _mapped[serial]
     drv = driver.load()
     with drv.context(ordinal):
-        drv.call("cuIpcCloseMemHandle", ctypes.c_uint64(ptr))
+        _unmap_range(drv, ptr, size)
 
 
-def open_mapping(handle: bytes, nbytes: int, device="cuda") -> Mapping:
-    """The allocation behind `handle` mapped in this process (the open one if it is already)."""
+def open_mapping(fd: int, serial: int, size: int, nbytes: int, device="cuda") -> Mapping:
+    """The allocation behind the file descriptor `fd` (the supervisor's allocation `serial`, `size` bytes)
+    mapped in this process, the open one if it is already. The fd stays the caller's to close."""
+    if nbytes > size:
+        raise ValueError(f"an allocation of {size} bytes cannot show {nbytes}")
     with _lock:
-        ref = _mapped.get(handle)
+        ref = _mapped.get(serial)
         mapping = ref() if ref is not None else None
         if mapping is None or mapping.closed:
-            mapping = Mapping(handle, nbytes, _ordinal(device))
-            _mapped[handle] = weakref.ref(mapping)
+            mapping = Mapping(fd, serial, size, nbytes, _ordinal(device))
+            _mapped[serial] = weakref.ref(mapping)
         _opened.append(mapping)
         return mapping
 

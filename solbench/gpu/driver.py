@@ -1,7 +1,8 @@
 """The CUDA driver calls solbench makes itself, through ctypes on libcuda.so.1 (which every CUDA process has):
-the device memory the supervisor shares with its workers (solbench.gpu.device_memory) and the IPC handles
-of that memory (solbench.gpu.ipc). torch keeps its allocations in a caching allocator whose segments hold
-many tensors; these calls give a tensor an allocation of its own.
+the device memory the supervisor shares with its workers (solbench.gpu.device_memory), made with the
+driver's virtual memory management (cuMemCreate, cuMemMap) so that it can be exported as a POSIX file
+descriptor and nothing else (solbench.gpu.ipc). torch keeps its allocations in a caching allocator whose
+segments hold many tensors; these calls give a tensor an allocation of its own.
 
 Every call runs with the device's primary context pushed (the one the CUDA runtime, so torch, uses), and
 popped after, so the calling thread's current device is left as it was.
@@ -15,9 +16,13 @@ from contextlib import contextmanager
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_OUT_OF_MEMORY = 2
-IPC_HANDLE_BYTES = 64
-IPC_LAZY_ENABLE_PEER_ACCESS = 1
-"""CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: the one flag cuIpcOpenMemHandle takes."""
+MEM_ALLOCATION_TYPE_PINNED = 1
+MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
+"""The one kind of shareable handle solbench's allocations can be exported as: an fd, which moves between
+processes only when sent (SCM_RIGHTS), never by its value."""
+MEM_LOCATION_TYPE_DEVICE = 1
+MEM_ACCESS_FLAGS_PROT_READWRITE = 3
+MEM_ALLOC_GRANULARITY_RECOMMENDED = 1
 
 
 class DriverError(RuntimeError):
@@ -28,10 +33,42 @@ class DriverError(RuntimeError):
         self.code = code
 
 
-class IpcMemHandle(ctypes.Structure):
-    """CUipcMemHandle: 64 opaque bytes, passed by value to cuIpcOpenMemHandle."""
+class MemLocation(ctypes.Structure):
+    """CUmemLocation: where memory lives (here always a device, `id` its ordinal)."""
 
-    _fields_ = [("reserved", ctypes.c_char * IPC_HANDLE_BYTES)]
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class MemAllocFlags(ctypes.Structure):
+    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class MemAllocationProp(ctypes.Structure):
+    """CUmemAllocationProp (cuda.h, CUDA 11.2 to 13): what cuMemCreate makes."""
+
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", MemLocation),
+                ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", MemAllocFlags)]
+
+
+class MemAccessDesc(ctypes.Structure):
+    """CUmemAccessDesc: who may access a mapped range, and how."""
+
+    _fields_ = [("location", MemLocation), ("flags", ctypes.c_int)]
+
+
+def device_allocation_prop(ordinal: int) -> MemAllocationProp:
+    """Pinned memory on device `ordinal`, exportable as a POSIX file descriptor only."""
+    prop = MemAllocationProp()
+    prop.type = MEM_ALLOCATION_TYPE_PINNED
+    prop.requestedHandleTypes = MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+    prop.location = MemLocation(MEM_LOCATION_TYPE_DEVICE, ordinal)
+    return prop
+
+
+def read_write_access(ordinal: int) -> MemAccessDesc:
+    """Read and write access for device `ordinal` (a mapping starts with no access at all)."""
+    return MemAccessDesc(MemLocation(MEM_LOCATION_TYPE_DEVICE, ordinal), MEM_ACCESS_FLAGS_PROT_READWRITE)
 
 
 _u64, _size = ctypes.c_uint64, ctypes.c_size_t
@@ -41,14 +78,19 @@ SIGNATURES = {
     "cuDevicePrimaryCtxRetain": [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int],
     "cuCtxPushCurrent_v2": [ctypes.c_void_p],
     "cuCtxPopCurrent_v2": [ctypes.POINTER(ctypes.c_void_p)],
-    "cuMemAlloc_v2": [ctypes.POINTER(_u64), _size],
-    "cuMemFree_v2": [_u64],
     "cuMemGetAddressRange_v2": [ctypes.POINTER(_u64), ctypes.POINTER(_size), _u64],
     "cuMemGetInfo_v2": [ctypes.POINTER(_size), ctypes.POINTER(_size)],
     "cuMemsetD8_v2": [_u64, ctypes.c_ubyte, _size],
-    "cuIpcGetMemHandle": [ctypes.POINTER(IpcMemHandle), _u64],
-    "cuIpcOpenMemHandle_v2": [ctypes.POINTER(_u64), IpcMemHandle, ctypes.c_uint],
-    "cuIpcCloseMemHandle": [_u64],
+    "cuMemGetAllocationGranularity": [ctypes.POINTER(_size), ctypes.POINTER(MemAllocationProp), ctypes.c_int],
+    "cuMemCreate": [ctypes.POINTER(_u64), _size, ctypes.POINTER(MemAllocationProp), _u64],
+    "cuMemRelease": [_u64],
+    "cuMemAddressReserve": [ctypes.POINTER(_u64), _size, _size, _u64, _u64],
+    "cuMemAddressFree": [_u64, _size],
+    "cuMemMap": [_u64, _size, _size, _u64, _u64],
+    "cuMemUnmap": [_u64, _size],
+    "cuMemSetAccess": [_u64, _size, ctypes.POINTER(MemAccessDesc), _size],
+    "cuMemExportToShareableHandle": [ctypes.c_void_p, _u64, ctypes.c_int, _u64],
+    "cuMemImportFromShareableHandle": [ctypes.POINTER(_u64), ctypes.c_void_p, ctypes.c_int],
 }
 """Every entry point used, by its exported name (cuda.h maps cuMemAlloc to cuMemAlloc_v2 and so on)."""
 

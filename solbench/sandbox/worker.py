@@ -5,10 +5,12 @@ timeout_s)`; a worker that dies (segfault), hangs (timeout) or reports an error 
 the next request. Worker side: `_serve` loads the implementation and says first whether that worked (a
 candidate that cannot be imported is a load failure, not one crash per scenario), then holds it, the
 inputs the supervisor shared with it and a Timer. The supervisor allocates every tensor (on a GPU each in
-an allocation of its own, sent as its CUDA IPC token: solbench.gpu.ipc; shared memory on CPU): the worker
+an allocation of its own, sent as a file descriptor of it beside its token: solbench.gpu.ipc; shared
+memory on CPU): the worker
 only calls, and the supervisor reads the outputs and checks the inputs in its own memory, so nothing the
 worker reports decides a verdict. A worker that dies holding a scenario's tensors leaves nothing behind:
-the driver unmaps a dead process's mappings, and the supervisor frees what it lent once the worker let go
+the driver unmaps a dead process's mappings and the kernel closes its fds, and the supervisor frees what
+it lent once the worker let go
 of it or is gone (solbench.gpu.device_memory).
 """
 
@@ -83,7 +85,7 @@ class Worker:
 
         device_memory.returned(self._holder)  # no process of this handle's is alive: none maps anything
         ctx = multiprocessing.get_context("spawn")
-        parent, child = ctx.Pipe()
+        parent, child = ctx.Pipe()  # duplex: a Unix socketpair, which file descriptors can pass (ipc.send)
         self._scratch = scratch_dir(self.spec)
         self._proc = ctx.Process(target=_serve, args=(child, self.spec, self.device, self.policy, str(self.log_path),
                                                       self._scratch), daemon=True)
@@ -134,12 +136,12 @@ class Worker:
         return value
 
     def _send(self, message) -> None:
-        """A command down the pipe: on a GPU pickled by solbench.gpu.ipc (tensors as tokens of their own
-        allocations, lent to this worker), on the CPU as torch.multiprocessing shares tensors."""
-        if str(self.device).startswith("cuda"):
+        """A command down the pipe: on a GPU by solbench.gpu.ipc (tensors as tokens of their own allocations,
+        lent to this worker, with their fds), on the CPU as torch.multiprocessing shares tensors."""
+        if _on_gpu(self.device):
             from solbench.gpu import ipc
 
-            self._conn.send_bytes(ipc.dumps(message, self._holder))
+            ipc.send(self._conn, message, self._holder)
         else:
             self._conn.send(message)
 
@@ -171,7 +173,7 @@ class Worker:
             return
         if not kill and self._proc.is_alive():
             try:
-                self._conn.send(("quit", None))
+                self._send(("quit", None))
                 self._proc.join(5)
             except (BrokenPipeError, OSError):
                 pass
@@ -194,6 +196,20 @@ class Worker:
         except OSError:
             return ""
         return (": " + " | ".join(tail)) if tail else ""
+
+
+def _on_gpu(device) -> bool:
+    return str(device).startswith("cuda")
+
+
+def _receive_command(conn, device: str):
+    """The supervisor's next (cmd, payload): on a GPU with the fds of what it names (solbench.gpu.ipc, which
+    maps the tensors as it unpickles them), on the CPU as Worker._send sent it."""
+    if _on_gpu(device):
+        from solbench.gpu import ipc
+
+        return ipc.receive(conn)
+    return conn.recv()
 
 
 def _kill_group(proc) -> None:
@@ -235,7 +251,7 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
     print(f"{WORKER_LOG_PREFIX} start {spec.name} {time.perf_counter() - started:.3f} s", flush=True)
     while True:
         try:
-            cmd, payload = conn.recv()  # on a GPU this maps the tensors it names (solbench.gpu.ipc)
+            cmd, payload = _receive_command(conn, device)  # on a GPU this maps the tensors it names
         except EOFError:
             return
         except Exception as exc:  # the message was read whole: the pipe is still in step
@@ -364,7 +380,8 @@ class _WorkerState:
             if getattr(exc, "unsupported", False) or isinstance(exc, NotImplementedError):
                 self.check_call = None
                 return {"unsupported": str(exc) or type(exc).__name__}
-            # Keep the shared tensors: releasing CUDA IPC memory in a poisoned context aborts the process
+            # Keep the shared tensors: unmapping shared memory in a poisoned context aborted the process (seen
+            # with legacy CUDA IPC mappings)
             # before the error is reported (the worker is replaced after an error anyway).
             raise
         self._sync()

@@ -255,7 +255,7 @@ def _checked_call(worker: Worker, check_copy, timed: TimedCopies, timeout_s, kee
     if device == "cuda":
         import torch
 
-        torch.cuda.synchronize()  # binds this thread to the device's context (the IPC tokens are driver calls)
+        torch.cuda.synchronize()  # binds this thread to the device's context (exporting the tensors' fds is a driver call)
     info = worker.request("prepare", {"check": check_copy, "rotation": timed.copies}, timeout_s + worker.setup_s)
     if why := prepare_problem(info):
         raise WorkerFailure("tampered", f"malformed prepare reply: {why}")

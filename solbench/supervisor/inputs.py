@@ -251,7 +251,7 @@ def guarded_like(t):
 
 def footprint_bytes(inputs: Inputs) -> int:
     """Device bytes one copy of these inputs takes: Inputs.nbytes, but on a GPU each tensor's allocation as
-    the driver made it (rounded up to solbench.gpu.device_memory.IPC_GRANULE, guards included)."""
+    the driver made it (rounded up to solbench.gpu.device_memory.granule, guards included)."""
     if not _on_gpu(inputs.device):
         return inputs.nbytes
     from solbench.gpu import device_memory

@@ -16,6 +16,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -47,25 +48,26 @@ _FIELDS = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_kv", "kv_len
 
 
 def runner_argv(runner: Path, spec: ImplSpec, policy: TimingPolicy, device_index: int,
-                own_memory: Path | None = None, writable: tuple[str, ...] = ()) -> list[str]:
+                own_memory: Path | None = None, writable: tuple[str, ...] = (), fd_socket: int | None = None
+                ) -> list[str]:
     """The runner's command line: the library, the GPU and the policy's timing fields; with `own_memory`
     (sanitizing: checks only) no CUPTI, flush or calibration, and the tensors' contents from that file;
-    with `writable`, the runner confines itself to writing beneath those folders before the library loads."""
+    with `writable`, the runner confines itself to writing beneath those folders before the library loads;
+    with `fd_socket`, the descriptor (inherited) on which it receives the fds its tokens name."""
     checks_only = own_memory is not None
     argv = [str(runner), f"so={spec.path}", f"device={device_index}", f"cold_l2={int(policy.cold_l2 and not checks_only)}",
             f"flush={policy.l2_flush}", f"cover_ms={policy.launch_cover_ms:g}", f"warmup_ms={policy.warmup_ms:g}",
             f"launcher_budget_ms={policy.launcher_budget_ms:g}", f"cupti={int(not checks_only)}",
             f"allow={','.join(spec.allow)}"] + ([f"confine={':'.join(writable)}"] if writable else [])
+    argv += [f"fdsock={fd_socket}"] if fd_socket is not None else []
     return argv + ["calibrate=0", f"data={own_memory}"] if checks_only else argv
 
 
-def copy_line(inputs, token=None) -> str:
+def copy_line(inputs, token) -> str:
     """One 'copy' line: the parameter struct as solbench.abi fills it, then each pointer field's token
-    (`token(tensor)`; default: its CUDA IPC token, solbench.gpu.ipc)."""
+    (`token(tensor)`: solbench.gpu.ipc's, or OwnTensors')."""
     from solbench import abi
 
-    if token is None:
-        from solbench.gpu.ipc import token
     struct = bytes(abi.params_from_inputs(inputs)).hex()
     return " ".join(["copy", struct, *(token(getattr(inputs, name)) for name in _FIELDS)])
 
@@ -142,12 +144,14 @@ class NativeWorker:
     """A command line the runner runs under (compute-sanitizer and its options); () = none."""
     own_memory: Path | None = None
     """Sanitizing: the runner allocates every tensor itself, filled from this file (OwnTensors); None = it
-    maps the supervisor's tensors through CUDA IPC."""
+    maps the supervisor's tensors from the fds sent on its fd socket (solbench.gpu.ipc)."""
 
     def __post_init__(self):
         from solbench.gpu import device_memory
 
         self._proc: subprocess.Popen | None = None
+        self._fds: socket.socket | None = None
+        """The supervisor's end of the socket the runner receives its fds on (None under own_memory)."""
         self._buffer = b""
         self._scratch = None
         self._holder = device_memory.new_holder()
@@ -183,13 +187,28 @@ class NativeWorker:
             env.update({name: self._scratch for name in CACHE_VARIABLES})
         writable = (self._scratch, "/dev") if self._scratch else ()
         log = open(self.log_path, "ab")
+        # The runner's end of a socketpair, inherited under its own number: the tensors' fds go there.
+        theirs, started = None, False
+        if self._fds is not None:  # a runner that died unseen left its socket
+            self._fds.close()
+            self._fds = None
+        if self.own_memory is None:
+            self._fds, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            argv = [*self.wrap, *runner_argv(self.runner, self.spec, self.policy, index, self.own_memory, writable)]
+            argv = [*self.wrap, *runner_argv(self.runner, self.spec, self.policy, index, self.own_memory, writable,
+                                             theirs.fileno() if theirs else None)]
             self._proc = subprocess.Popen(argv,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+                                          pass_fds=(theirs.fileno(),) if theirs else (),
                                           start_new_session=True)  # its own group: stop() ends what it started
+            started = True
         finally:
             log.close()
+            if theirs is not None:
+                theirs.close()  # the runner's copy is the only one: its end closes when it is gone
+            if self._fds is not None and not started:
+                self._fds.close()
+                self._fds = None
         self._buffer = b""
         status, body = self._reply("load", timeout_s + self.setup_s)
         if status == "load_failed":
@@ -237,12 +256,13 @@ class NativeWorker:
             self._proc.wait(5)
         except subprocess.TimeoutExpired:
             pass
-        for pipe in (self._proc.stdin, self._proc.stdout):
+        for pipe in (self._proc.stdin, self._proc.stdout, self._fds):
             try:
-                pipe.close()
+                if pipe is not None:
+                    pipe.close()
             except OSError:
                 pass
-        self._proc = None
+        self._proc = self._fds = None
         remove_scratch(self._scratch)
         self._scratch = None
         from solbench.gpu import device_memory
@@ -259,10 +279,20 @@ class NativeWorker:
         else:
             from solbench.gpu import ipc
 
-            def token(tensor):  # lent to this runner until it lets go (its next prepare or release) or is gone
-                return ipc.token(tensor, self._holder)
+            exports = ipc.Exports()
 
-            lines = [f"prepare {len(copies)}", *(copy_line(c, token) for c in copies)]
+            def token(tensor):  # lent to this runner until it lets go (its next prepare or release) or is gone
+                return ipc.token(tensor, exports, self._holder)
+
+            try:
+                lines = [f"prepare {len(copies)}", *(copy_line(c, token) for c in copies)]
+                # First the fds, in the order the tokens number them: the runner takes them off its socket
+                # when it reads the prepare line. Then closed here: the runner's copies are the only ones.
+                ipc.send_fds(self._fds.fileno(), exports.fds)
+            except (BrokenPipeError, ConnectionResetError):
+                self._died("prepare")
+            finally:
+                exports.close()
         return self._ask("\n".join(lines), timeout_s)
 
     def _round(self, order: list[int], timeout_s: float):

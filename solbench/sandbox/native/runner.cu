@@ -1,15 +1,18 @@
 // solbench native runner: the process a .cu candidate is timed in, with no Python in it.
 //
-// The supervisor starts it as `runner CONFIG` (see parse_config) with stdin/stdout as the command pipe and
-// stderr as the log. It measures its floors and calibrates the launch cover BEFORE the candidate library
-// is loaded (its constructors cannot touch them), then loads it and answers one command per line:
+// The supervisor starts it as `runner CONFIG` (see parse_config) with stdin/stdout as the command pipe,
+// stderr as the log and (fdsock=N) a Unix socket on which the file descriptors of the supervisor's tensors
+// arrive (fd_receive.h, solbench/gpu/ipc.py). It measures its floors and calibrates the launch cover BEFORE
+// the candidate library is loaded (its constructors cannot touch them), then loads it and answers one
+// command per line:
 //
-//   prepare N            then N lines "copy STRUCT_HEX PTR x14": bind the supervisor's tensors (CUDA IPC)
+//   prepare N            then N lines "copy STRUCT_HEX TOKEN x14": bind the supervisor's tensors (their fds are
+//                        taken off the fd socket first; tokens "fd:INDEX:SERIAL:SIZE:OFFSET", "own:..", "-")
 //   check KEEP           call the check copy (copy 0) once; KEEP=0 forgets it afterwards
 //   warm_up              iterate over the rotation copies for warmup_ms (at least once each)
 //   round I J ...        one timed iteration on each rotation copy named, in that order
 //   launcher_split       the launcher-only A/B of rotation copy 0
-//   release              drop every copy and IPC mapping
+//   release              drop every copy and mapping of the supervisor's memory
 //   quit
 //
 // Each reply is one line: "ok JSON", "unsupported TEXT", "error TEXT" or "forbidden TEXT". The timing
@@ -17,8 +20,10 @@
 // device-wide synchronize); the raw numbers go back and the supervisor decides every verdict.
 // Optionally (libcupti found), CUPTI activity records of every kernel, copy and memset on any stream are
 // collected per timed iteration: the span of the candidate's own work, its kernel names and launch shapes.
+#include <cuda.h>  // the driver's types only: its entry points are looked up at run time (DriverVmm)
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -35,10 +40,12 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "confine.h"  // confine(): Landlock before the candidate loads
 #include "cupti_lite.h"
+#include "fd_receive.h"  // receive_fds(): the supervisor's tensors' fds off the fd socket
 #include "format.h"
 #include "solbench_attention.h"
 
@@ -156,10 +163,11 @@ struct Config {
     std::string data_path;  // "own" tensors' contents (solbench run --sanitize)
     std::vector<std::string> allowed;  // forbidden-library names allowed anyway ("cutlass", ...)
     std::vector<std::string> writable;  // confine=DIR:DIR: Landlock before the candidate loads (none: not confined)
+    int fd_socket = -1;  // fdsock=N: where the supervisor's tensors' fds arrive (-1: none, own tensors only)
 };
 
 // CONFIG is "key=value" tokens: so=PATH device=N cold_l2=0|1 flush=write|read|both cover_ms=X warmup_ms=X
-// launcher_budget_ms=X cupti=0|1 calibrate=0|1 data=PATH allow=a,b confine=DIR:DIR
+// launcher_budget_ms=X cupti=0|1 calibrate=0|1 data=PATH allow=a,b confine=DIR:DIR fdsock=N
 static Config parse_config(int argc, char** argv) {
     Config c;
     for (int i = 1; i < argc; ++i) {
@@ -182,6 +190,7 @@ static Config parse_config(int argc, char** argv) {
             }
         }
         else if (k == "calibrate") c.calibrate = v == "1";
+        else if (k == "fdsock") c.fd_socket = atoi(v.c_str());
         else if (k == "data") c.data_path = v;
         else if (k == "allow") {
             size_t s = 0;
@@ -385,10 +394,62 @@ struct Copy {
     void* workspace = nullptr;
 };
 
-static std::map<std::string, void*> g_ipc;  // IPC handle (hex) -> base pointer mapped here
+// A mapping of one of the supervisor's allocations (imported from the fd it sent).
+struct Shared {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+};
+
+static std::map<unsigned long long, Shared> g_shared;  // allocation serial -> its mapping here
+static std::vector<int> g_fds;              // the fds of the prepare being read, in the order tokens number them
 static std::vector<void*> g_owned;          // "own" tensors: allocated here, at their exact sizes
 static std::vector<Copy> g_copies;          // [0] the check copy, then the rotation
 static bool g_check_alive = false;
+
+// The driver calls that map a file descriptor's allocation. Looked up in libcuda.so.1 (which the runtime has
+// loaded already) rather than linked: the runner then needs no libcuda at link time, as before.
+struct DriverVmm {
+    decltype(&cuMemImportFromShareableHandle) import_fd = nullptr;
+    decltype(&cuMemAddressReserve) reserve = nullptr;
+    decltype(&cuMemAddressFree) address_free = nullptr;
+    decltype(&cuMemMap) map = nullptr;
+    decltype(&cuMemUnmap) unmap = nullptr;
+    decltype(&cuMemSetAccess) set_access = nullptr;
+    decltype(&cuMemRelease) release = nullptr;
+    decltype(&cuGetErrorName) error_name = nullptr;
+};
+static DriverVmm g_vmm;
+
+static std::string load_driver_vmm() {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib) return format("libcuda.so.1: %s", dlerror());
+    bool ok = true;
+    auto find = [&](auto** fn, const char* name) {
+        *fn = reinterpret_cast<std::remove_reference_t<decltype(*fn)>>(dlsym(lib, name));
+        ok = ok && *fn;
+    };
+    find(&g_vmm.import_fd, "cuMemImportFromShareableHandle");
+    find(&g_vmm.reserve, "cuMemAddressReserve");
+    find(&g_vmm.address_free, "cuMemAddressFree");
+    find(&g_vmm.map, "cuMemMap");
+    find(&g_vmm.unmap, "cuMemUnmap");
+    find(&g_vmm.set_access, "cuMemSetAccess");
+    find(&g_vmm.release, "cuMemRelease");
+    find(&g_vmm.error_name, "cuGetErrorName");
+    return ok ? "" : "libcuda.so.1 lacks the virtual memory management calls (cuMemMap and co.)";
+}
+
+static std::string driver_error(const char* call, CUresult r) {
+    const char* name = nullptr;
+    if (g_vmm.error_name) g_vmm.error_name(r, &name);
+    return format("%s: CUDA driver error %d (%s)", call, (int)r, name ? name : "?");
+}
+
+static void close_fds() {
+    for (int fd : g_fds) close(fd);
+    g_fds.clear();
+}
 
 static bool from_hex(const std::string& hex, void* out, size_t n) {
     if (hex.size() != 2 * n) return false;
@@ -420,24 +481,57 @@ static bool own_tensor(const std::string& token, void** ptr, std::string* why) {
     return true;
 }
 
-// "-" (NULL), "HANDLEHEX:OFFSET" (the supervisor's tensor, mapped through CUDA IPC) or an own tensor: the
-// tensor's address in this process.
+// Map the allocation behind fd (size bytes) at an address range of its own, read-write for this device.
+static std::string map_fd(int fd, size_t size, Shared* out) {
+    if (!g_vmm.import_fd) return "no driver calls to map file descriptors with";
+    CUmemGenericAllocationHandle handle;
+    CUresult r = g_vmm.import_fd(&handle, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    if (r != CUDA_SUCCESS) return driver_error("cuMemImportFromShareableHandle", r);
+    CUdeviceptr base = 0;
+    std::string why;
+    if ((r = g_vmm.reserve(&base, size, 0, 0, 0)) != CUDA_SUCCESS) why = driver_error("cuMemAddressReserve", r);
+    else if ((r = g_vmm.map(base, size, 0, handle, 0)) != CUDA_SUCCESS) why = driver_error("cuMemMap", r);
+    else {
+        CUmemAccessDesc access{};
+        access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        access.location.id = g_cfg.device;
+        access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        if ((r = g_vmm.set_access(base, size, &access, 1)) != CUDA_SUCCESS) {
+            why = driver_error("cuMemSetAccess", r);
+            g_vmm.unmap(base, size);
+        }
+    }
+    if (!why.empty() && base) g_vmm.address_free(base, size);
+    g_vmm.release(handle);  // the mapping holds the memory from here on
+    if (why.empty()) *out = {base, size};
+    return why;
+}
+
+// "-" (NULL), "fd:INDEX:SERIAL:SIZE:OFFSET" (the supervisor's tensor, mapped from the INDEXth fd of this
+// prepare) or an own tensor: the tensor's address in this process.
 static bool map_tensor(const std::string& token, void** ptr, std::string* why) {
     if (token == "-") { *ptr = nullptr; return true; }
     if (token.rfind("own:", 0) == 0) return own_tensor(token, ptr, why);
-    size_t colon = token.find(':');
-    if (colon == std::string::npos) { *why = "bad tensor token " + token; return false; }
-    std::string hex = token.substr(0, colon);
-    auto it = g_ipc.find(hex);
-    if (it == g_ipc.end()) {
-        cudaIpcMemHandle_t handle;
-        if (!from_hex(hex, &handle, sizeof handle)) { *why = "bad IPC handle"; return false; }
-        void* base = nullptr;
-        cudaError_t err = cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess);
-        if (err != cudaSuccess) { *why = format("cudaIpcOpenMemHandle: %s", cudaGetErrorString(err)); return false; }
-        it = g_ipc.emplace(hex, base).first;
+    unsigned long long index, serial, size, offset;
+    int end = 0;
+    if (sscanf(token.c_str(), "fd:%llu:%llu:%llu:%llu%n", &index, &serial, &size, &offset, &end) != 4 ||
+        (size_t)end != token.size()) {
+        *why = "bad tensor token " + token;
+        return false;
     }
-    *ptr = (char*)it->second + strtoull(token.c_str() + colon + 1, nullptr, 10);
+    auto it = g_shared.find(serial);
+    if (it == g_shared.end()) {
+        if (index >= g_fds.size()) {
+            *why = format("token %s names file descriptor #%llu, but %zu came", token.c_str(), index, g_fds.size());
+            return false;
+        }
+        Shared mapped;
+        *why = map_fd(g_fds[index], size, &mapped);
+        if (!why->empty()) return false;
+        it = g_shared.emplace(serial, mapped).first;
+    }
+    if (offset >= it->second.size) { *why = "a token's offset lies past its allocation: " + token; return false; }
+    *ptr = (void*)(it->second.base + offset);
     return true;
 }
 
@@ -445,8 +539,12 @@ static void release_all() {
     cudaDeviceSynchronize();
     for (auto& c : g_copies) if (c.workspace) cudaFree(c.workspace);
     g_copies.clear();
-    for (auto& kv : g_ipc) cudaIpcCloseMemHandle(kv.second);
-    g_ipc.clear();
+    for (auto& kv : g_shared) {
+        g_vmm.unmap(kv.second.base, kv.second.size);
+        g_vmm.address_free(kv.second.base, kv.second.size);
+    }
+    g_shared.clear();
+    close_fds();
     for (void* p : g_owned) cudaFree(p);
     g_owned.clear();
     g_check_alive = false;
@@ -892,14 +990,21 @@ static void cmd_launcher_split() {
 
 static void cmd_prepare(int n) {
     release_all();
+    // The fds were sent before the prepare line. Closed once the copies are bound: each mapping holds its
+    // memory, and no fd of the supervisor's memory stays in a process the candidate runs in.
+    std::string fd_error = g_cfg.fd_socket >= 0 ? receive_fds(g_cfg.fd_socket, &g_fds) : "";
     char line[4096];
+    std::string why = fd_error.empty() ? "" : "receiving the tensors' file descriptors: " + fd_error;
     for (int i = 0; i < n; ++i) {
-        if (!fgets(line, sizeof line, g_commands)) return reply("error", "the supervisor's copy lines ended early");
+        if (!fgets(line, sizeof line, g_commands)) { why = "the supervisor's copy lines ended early"; break; }
+        if (!why.empty()) continue;  // the rest of the copy lines are read still: the pipe stays in step
         Copy c;
-        std::string why = bind_copy(g_cand, line, &c);
-        if (!why.empty()) { g_copies.push_back(c); return reply("error", "prepare: " + why); }
+        why = bind_copy(g_cand, line, &c);
         g_copies.push_back(c);
+        if (!why.empty()) why = "prepare: " + why;
     }
+    close_fds();
+    if (!why.empty()) return reply("error", why);
     g_check_alive = true;
     reply("ok", "{\"writes_lse\":true}");
 }
@@ -939,6 +1044,11 @@ int main(int argc, char** argv) {
     const Config& cfg = g_cfg;
     check_cuda("cudaSetDevice", cudaSetDevice(cfg.device));
     check_cuda("CUDA context", cudaFree(nullptr));
+    if (cfg.fd_socket >= 0) {  // before the candidate loads: the calls it maps the supervisor's tensors with
+        fcntl(cfg.fd_socket, F_SETFD, FD_CLOEXEC);  // nothing the candidate starts inherits the socket
+        std::string why = load_driver_vmm();
+        if (!why.empty()) { reply("error", why); return 3; }
+    }
     cupti_start(cfg);
     g_timer.setup(cfg);  // floors and the cover, before any candidate code exists in this process
     if (!cfg.writable.empty()) g_sandbox = confine(cfg.writable);
