@@ -19,6 +19,7 @@ from solbench.gpu import device_memory, driver
 MEMFD_NAME = "solbench-fake-allocation"
 """The name of every fake allocation's memfd (/proc/PID/fd/N reads "/memfd:NAME (deleted)")."""
 CUDA_ERROR_INVALID_VALUE = 1
+UNSYNCHRONIZED_UNMAP = 999  # not a CUDA code: the fake refuses an unmap with no cuCtxSynchronize just before
 MAP_FIXED = 0x10  # Linux; not in the mmap module before Python 3.13
 PROT_NONE = 0
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -95,6 +96,7 @@ class FakeLib:
         self.memsets: list[tuple[int, int, int]] = []
         self._next_handle = 0x51000
         self.depth = 0  # contexts pushed and not popped
+        self.synced_at: list[int] = []  # per cuCtxSynchronize, the unmaps made before it
         for name in driver.SIGNATURES:
             setattr(self, name, _Fn(getattr(self, "_" + name)))
 
@@ -118,6 +120,10 @@ class FakeLib:
     def _cuCtxPushCurrent_v2(self, ctx):
         self.depth += 1
         return 0
+
+    def _cuCtxSynchronize(self):
+        self.synced_at.append(len(self.freed) + len(self.closed))  # how many unmaps came before it
+        return 0 if self.depth > 0 else 201  # CUDA_ERROR_INVALID_CONTEXT: no context is current
 
     def _cuCtxPopCurrent_v2(self, ctx):
         self.depth -= 1
@@ -225,6 +231,8 @@ class FakeLib:
 
     def _cuMemUnmap(self, ptr, size):
         ptr, size = _value(ptr), _value(size)
+        if not self.synced_at or self.synced_at[-1] != len(self.freed) + len(self.closed):
+            return UNSYNCHRONIZED_UNMAP  # the real call would not wait for kernels still using the range
         mine = self.memory.pop(ptr, None)
         theirs = self.mapped.pop(ptr, None) if mine is None else None
         if (mine or theirs) != size:

@@ -111,7 +111,10 @@ def _map(drv, handle: int, size: int, ordinal: int) -> int:
 
 
 def _unmap_range(drv, ptr: int, size: int) -> None:
-    """Undo _map (cuMemUnmap waits for work still using the range, as cuMemFree did)."""
+    """Undo _map, once this context's work is done: unlike cuMemFree, cuMemUnmap does not wait for work
+    still using the range (PyTorch's expandable segments synchronize before unmapping for the same reason),
+    and a kernel of the supervisor's still reading the range would fault the whole context."""
+    drv.call("cuCtxSynchronize")
     drv.call("cuMemUnmap", ctypes.c_uint64(ptr), size)
     drv.call("cuMemAddressFree", ctypes.c_uint64(ptr), size)
 

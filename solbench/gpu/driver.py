@@ -78,6 +78,7 @@ SIGNATURES = {
     "cuDevicePrimaryCtxRetain": [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int],
     "cuCtxPushCurrent_v2": [ctypes.c_void_p],
     "cuCtxPopCurrent_v2": [ctypes.POINTER(ctypes.c_void_p)],
+    "cuCtxSynchronize": [],
     "cuMemGetAddressRange_v2": [ctypes.POINTER(_u64), ctypes.POINTER(_size), _u64],
     "cuMemGetInfo_v2": [ctypes.POINTER(_size), ctypes.POINTER(_size)],
     "cuMemsetD8_v2": [_u64, ctypes.c_ubyte, _size],
