@@ -379,3 +379,25 @@ def test_out_of_device_memory_is_torch_s_error(fake, monkeypatch):
         device_memory.empty_bytes(device_memory.IPC_GRANULE + 1)
     assert emptied == [1]
     del kept
+
+
+def test_a_worker_that_never_reads_its_socket_costs_a_timeout_not_a_blocked_supervisor(monkeypatch):
+    """Review of the fd path: a worker that answers but never reads its fd socket blocked the supervisor's send
+    for good once the socket's buffer was full; now the send gives up after SEND_TIMEOUT_S (an OSError the
+    worker handles turn into that worker's failure)."""
+    import socket
+
+    from solbench.gpu import ipc
+
+    monkeypatch.setattr(ipc, "SEND_TIMEOUT_S", 0.2)
+    ours, theirs = socket.socketpair()
+    read_end, write_end = os.pipe()
+    try:
+        with pytest.raises(OSError):  # TimeoutError here; ETOOMANYREFS first where the user's in-flight cap bites
+            for _ in range(100_000):
+                ipc.send_fds(ours.fileno(), [read_end])
+    finally:
+        for closable in (ours, theirs):
+            closable.close()
+        os.close(read_end)
+        os.close(write_end)

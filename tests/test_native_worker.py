@@ -44,8 +44,11 @@ FAKE = textwrap.dedent("""\
                 time.sleep(60)
             reply = {{"unsupported": "unsupported solbench_attention_forward returned 2 (SOLBENCH_ERR_UNSUPPORTED)",
                       "forbidden": "forbidden cublas was mapped into the candidate's process at run time (/x/libcublas.so)",
-                      "error": "error solbench_attention_forward returned 3 (SOLBENCH_ERR_CUDA)"}}.get(mode, "ok null")
+                      "error": "error solbench_attention_forward returned 3 (SOLBENCH_ERR_CUDA)",
+                      "badjson": "ok {{not json"}}.get(mode, "ok null")
             print(reply, flush=True)
+        elif cmd == "round" and mode == "badround":
+            print('ok {{"device_ms": 1}}', flush=True)
         elif cmd == "round":
             n = len(line.split()) - 1
             raw = {{"device_ms": [1.0] * n, "host_ms": [1.05] * n, "launch_ms": [0.01] * n, "cover_ms": [0.02] * n,
@@ -94,6 +97,18 @@ def test_each_failure_of_the_runner_is_the_failure_the_loop_maps_to_a_status(fak
         worker.request("check", None, 10)
     assert caught.value.kind == kind and FAILURE_STATUS[caught.value.kind] is status
     assert not worker.running  # the next request starts a fresh runner
+
+
+@pytest.mark.parametrize("mode, cmd, payload", [("badjson", "check", None), ("badround", "round", {"order": [0, 1]})])
+def test_a_malformed_runner_reply_is_tampering_not_a_crash_of_the_run(fake_runner, tmp_path, monkeypatch, mode, cmd,
+                                                                     payload):
+    """The runner's lines are the candidate's to forge (review of the fd path: ten malformed replies raised
+    JSONDecodeError, KeyError or TypeError out of evaluate() and ended the run)."""
+    worker = _worker(fake_runner, tmp_path, monkeypatch, mode)
+    with pytest.raises(WorkerFailure) as caught:
+        worker.request(cmd, payload, 10)
+    assert caught.value.kind == "tampered" and "malformed reply from the runner" in str(caught.value)
+    assert not worker.running
 
 
 def test_a_hanging_runner_is_a_timeout_and_is_killed(fake_runner, tmp_path, monkeypatch):

@@ -12,6 +12,8 @@ GOOD_SPLIT = {"graph_device_ms": None, "graph_error": "cpu", "eager_device_ms": 
 
 def test_a_well_formed_round_and_split_pass():
     assert round_problem(GOOD_ROUND, 2) is None
+    telemetry = {"sm_clock_mhz": {"min": 1980, "max": 1980.0}, "reasons": [], "kernels": [{"name": "k", "grid": [1, 2, 3]}]}
+    assert round_problem({**GOOD_ROUND, "telemetry": telemetry}, 2) is None
     assert split_problem(GOOD_SPLIT) is None
     assert split_problem({**GOOD_SPLIT, "graph_device_ms": 0.4, "graph_error": ""}) is None
 
@@ -30,6 +32,10 @@ def test_every_malformed_round_is_named():
         "flags not strings": {**GOOD_ROUND, "flags": [1]},
         "huge flag": {**GOOD_ROUND, "flags": ["x" * 1000]},
         "telemetry not a dict": {**GOOD_ROUND, "telemetry": "hot"},
+        "NaN in telemetry": {**GOOD_ROUND, "telemetry": {"sm_clock_mhz": {"min": math.nan}}},
+        "Infinity in kernel records": {**GOOD_ROUND, "telemetry": {"kernels": [{"duration_ms": math.inf}]}},
+        "telemetry nested too deep": {**GOOD_ROUND, "telemetry": {"a": [[[[[[[[[1]]]]]]]]]}},
+        "telemetry too large": {**GOOD_ROUND, "telemetry": {"kernels": list(range(200_000))}},
     }
     named = {case: round_problem(reply, 2) for case, reply in bad.items()}
     assert all(isinstance(why, str) and why for why in named.values()), named

@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import itertools
+import os
 import threading
 import weakref
 
@@ -198,6 +199,7 @@ def export_fd(allocation: Allocation) -> int:
     with drv.context(allocation.ordinal):
         drv.call("cuMemExportToShareableHandle", ctypes.byref(fd), ctypes.c_uint64(allocation.handle),
                  driver.MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
+    os.set_inheritable(fd.value, False)  # no process this one starts may get it, even for the moment it lives
     return fd.value
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import io
 import os
+import select
 import socket
 import struct
 import threading
@@ -39,6 +40,10 @@ from dataclasses import dataclass, field
 from multiprocessing.reduction import ForkingPickler
 
 NULL_TOKEN = "-"
+SEND_TIMEOUT_S = 30.0
+"""How long a send waits for the worker's socket to take a batch: a worker that never reads its socket
+(hostile, or hung) makes the send a TimeoutError, a WorkerFailure of that worker, not a supervisor blocked
+for good (review of the fd path: after ~139 unread prepares the send blocked forever)."""
 FD_BATCH = 64
 """The most fds one sendmsg carries (the kernel takes 253 at most)."""
 _HEADER = struct.Struct("<I")
@@ -140,6 +145,9 @@ def send_fds(sock_fd: int, fds: list[int]) -> None:
         while True:
             batch, left = left[:FD_BATCH], left[FD_BATCH:]
             header = _HEADER.pack(len(batch) + len(left))
+            # select, not a socket timeout: that would make the shared open file (the Connection's) non-blocking
+            if not select.select([], [sock], [], SEND_TIMEOUT_S)[1]:
+                raise TimeoutError(f"the worker took no file descriptors for {SEND_TIMEOUT_S:g} s")
             if socket.send_fds(sock, [header], batch) != len(header):
                 raise IpcError("a file descriptor batch's header was cut short")
             if not left:
@@ -157,6 +165,8 @@ def recv_fds(sock_fd: int) -> list[int]:
             while True:
                 header, fds, flags, _ = socket.recv_fds(sock, _HEADER.size, FD_BATCH)
                 got += fds
+                for fd in fds:  # received fds are inheritable: nothing this process starts may get them
+                    os.set_inheritable(fd, False)
                 if not header:
                     raise EOFError("the socket was closed")
                 while len(header) < _HEADER.size:  # the batch's fds came with the header's first byte

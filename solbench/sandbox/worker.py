@@ -119,6 +119,9 @@ class Worker:
             self._send((cmd, payload))
         except (BrokenPipeError, ConnectionResetError):
             self._died(cmd)
+        except OSError as exc:  # fds it never reads (a timeout), or too many fds in flight for this user
+            self.stop(kill=True)
+            raise WorkerFailure("crash", f"{self.spec.name}: could not be sent its {cmd}: {exc}") from None
         status, value = self._receive(cmd, timeout_s)
         if mark is not None and status == "ok":
             device_memory.returned(self._holder, mark)  # it closed its mappings of what it was sent before

@@ -224,18 +224,25 @@ class NativeWorker:
 
         if not self.running:
             self.start(timeout_s)
-        if cmd in ("prepare", "release"):  # the runner unmaps every earlier copy first (runner.cu release_all)
-            mark = device_memory.loan_mark(self._holder)
-            value = self._prepare(payload, timeout_s + self.setup_s) if cmd == "prepare" else self._ask(cmd, timeout_s)
-            device_memory.returned(self._holder, mark)
-            return value
-        if cmd == "check":
-            return self._ask(f"check {int(bool((payload or {}).get('keep')))}", timeout_s)
-        if cmd == "round":
-            return self._round(payload["order"], timeout_s)
-        if cmd in ("warm_up", "launcher_split"):
+        if cmd not in ("prepare", "release", "check", "round", "warm_up", "launcher_split"):
+            raise ValueError(f"NativeWorker: unknown command {cmd!r}")
+        try:
+            if cmd in ("prepare", "release"):  # the runner unmaps every earlier copy first (runner.cu release_all)
+                mark = device_memory.loan_mark(self._holder)
+                value = self._prepare(payload, timeout_s + self.setup_s) if cmd == "prepare" else self._ask(cmd, timeout_s)
+                device_memory.returned(self._holder, mark)
+                return value
+            if cmd == "check":
+                return self._ask(f"check {int(bool((payload or {}).get('keep')))}", timeout_s)
+            if cmd == "round":
+                return self._round(payload["order"], timeout_s)
             return self._ask(cmd, timeout_s)
-        raise ValueError(f"NativeWorker: unknown command {cmd!r}")
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            # The runner's lines are the candidate's to forge: one that is not the JSON expected (bad JSON, a
+            # missing field, a string where a number goes) is tampering, and ends that runner, not the run.
+            self.stop(kill=True)
+            raise WorkerFailure("tampered", f"{self.spec.name}: malformed reply from the runner to {cmd}: "
+                                            f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
     def stop(self, kill: bool = False, grace_s: float = 5.0) -> None:
         """Quit (waiting `grace_s` for the runner, and any wrap, to leave), then end its whole group."""
@@ -291,6 +298,9 @@ class NativeWorker:
                 ipc.send_fds(self._fds.fileno(), exports.fds)
             except (BrokenPipeError, ConnectionResetError):
                 self._died("prepare")
+            except OSError as exc:  # fds it never reads (a timeout), or too many fds in flight for this user
+                self.stop(kill=True)
+                raise WorkerFailure("crash", f"{self.spec.name}: could not be sent its prepare: {exc}") from None
             finally:
                 exports.close()
         return self._ask("\n".join(lines), timeout_s)
@@ -358,7 +368,10 @@ class NativeWorker:
         return status, body
 
     def _died(self, what: str):
-        code = self._proc.wait(5) if self._proc is not None else None
+        try:  # a runner that closed its end but lives on (a hostile one can) is killed below
+            code = self._proc.wait(5) if self._proc is not None else None
+        except subprocess.TimeoutExpired:
+            code = None
         self.stop(kill=True)
         during = " while loading" if what == "load" else ""
         raise WorkerFailure("crash", f"{self.spec.name}: native runner died{during} "

@@ -39,7 +39,36 @@ def round_problem(reply, calls: int) -> str | None:
         return "flags is not a list of short strings"
     if not isinstance(reply.get("telemetry"), dict):
         return "telemetry is not a dict"
+    if why := _not_json(reply["telemetry"]):
+        return f"telemetry {why}"
     return None
+
+
+MAX_TELEMETRY_ITEMS = 100_000
+"""Values a round's telemetry may hold in all (kernel records included): far above what a worker reports."""
+
+
+def _not_json(value, depth: int = 0, budget: list | None = None) -> str | None:
+    """Why `value` cannot be written to a record as strict JSON (NaN, Infinity, a non-string key, nesting
+    deeper than 8, more than MAX_TELEMETRY_ITEMS values), or None. The record is written with allow_nan=False:
+    a NaN in telemetry stopped the run there and left results.json at the scenario before."""
+    budget = budget if budget is not None else [MAX_TELEMETRY_ITEMS]
+    budget[0] -= 1
+    if budget[0] < 0:
+        return f"holds more than {MAX_TELEMETRY_ITEMS} values"
+    if value is None or type(value) in (bool, str, int):
+        return None
+    if type(value) is float:
+        return None if math.isfinite(value) else "holds a non-finite number"
+    if depth >= 8:
+        return "is nested too deep"
+    if type(value) is list:
+        return next((why for v in value if (why := _not_json(v, depth + 1, budget))), None)
+    if type(value) is dict:
+        if not all(type(k) is str for k in value):
+            return "has a key that is not a string"
+        return next((why for v in value.values() if (why := _not_json(v, depth + 1, budget))), None)
+    return f"holds a {type(value).__name__}"
 
 
 def split_problem(reply) -> str | None:

@@ -212,6 +212,20 @@ def _file_sha256(path: Path) -> str:
         return ""
 
 
+def _raise_open_file_limit() -> None:
+    """The soft limit on open files up to the hard one: on a GPU every shared tensor of a prepare travels as a
+    file descriptor (solbench.gpu.ipc), and eleven workers with five copies of ~9 tensors each have ~500 in
+    flight at once, near the common soft limit of 1024 (an export or a send past it failed the scenario)."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, ValueError, OSError):
+        pass  # not raised: the run goes on with the limit it has
+
+
 def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
         on_start: Callable[[str, int, int], None] | None = None) -> RunResult:
     """Evaluate the candidate on the suite; returns the RunResult also written to disk. When the call
@@ -221,6 +235,7 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
     each scenario of this invocation (index counts those finished so far) and `on_outcome(outcome)` after."""
     import secrets
 
+    _raise_open_file_limit()
     from solbench.executor import UnitContext, make_executor, unit_order
     from solbench.gpu.environment import collect
     from solbench.core.roofline import profile_provenance
