@@ -176,8 +176,9 @@ class Block:
 def _drop(allocation: Allocation) -> None:
     with _lock:
         allocation.dropped = True
-        if not allocation.holders:
-            _free(allocation)
+        free = not allocation.holders
+    if free:  # outside the lock: the free synchronizes the device, and other threads need the lock meanwhile
+        _free(allocation)
 
 
 def _free(allocation: Allocation) -> None:
@@ -285,6 +286,7 @@ def loan_mark(holder: int) -> int:
 def returned(holder: int, mark: int | None = None) -> None:
     """The holder let go of what it was lent up to `mark` (None: of everything, its process is gone); what
     no one holds any more and no tensor is over is freed."""
+    unheld = []
     with _lock:
         for ptr in list(_loans.get(holder, ())):
             allocation = _live.get(ptr)
@@ -296,9 +298,11 @@ def returned(holder: int, mark: int | None = None) -> None:
             del allocation.holders[holder]
             _loans[holder].discard(ptr)
             if allocation.dropped and not allocation.holders:
-                _free(allocation)
+                unheld.append(allocation)
         if mark is None:
             _loans.pop(holder, None)
+    for allocation in unheld:  # outside the lock, as in _drop (no tensor is over them: none can be lent again)
+        _free(allocation)
 
 
 def lent_to(holder: int) -> int:
