@@ -86,6 +86,8 @@ def split_problem(reply) -> str | None:
         return "graph_device_ms is neither null nor a finite non-negative number"
     if not isinstance(reply.get("graph_error", ""), str):
         return "graph_error is not a string"
+    if why := _not_json(reply):  # the whole reply is recorded (telemetry["launcher"]), extra keys included
+        return why
     return None
 
 
