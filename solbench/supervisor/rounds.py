@@ -89,6 +89,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             copies.before_round(part)
             sent = time.perf_counter()
             reply = ask(name, "round", {"order": part})
+            took_ms = (time.perf_counter() - sent) * 1e3  # before the checks below: their time is the supervisor's
             if why := round_problem(reply, len(part)):
                 raise TimingFailure(name, WorkerFailure("tampered", f"malformed round reply: {why}"))
             host += sum(reply["host_ms"])
@@ -96,7 +97,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
                 wall += reply["clock"][0]
                 between += max(0.0, reply["clock"][1] - sum(reply["host_ms"]))
             else:
-                wall += (time.perf_counter() - sent) * 1e3
+                wall += took_ms
             copies.after_round(part, r)
             parts.append(reply)
         clocked[name].append((wall, host, len(order), between))  # the whole round, as the comparators' rounds
