@@ -179,3 +179,30 @@ def test_sinks_lse_sit_on_the_rows_lse_scale():
     gap = inp.sinks[None, :] - lse  # the sink's logit against each row's LSE
     assert gap.abs().median() < 3 and gap.min() < 0 < gap.max()
     assert inp.sinks.equal(inp.sinks.to(torch.bfloat16).float())
+
+
+def test_sending_a_cpu_tensor_to_a_worker_never_moves_it():
+    """Pickling a CPU tensor for a worker moves one that is not in shared memory to a new buffer and frees the
+    old one; the supervisor computes the reference from trial 0 while threads send those very tensors to the
+    comparators, and in CI that reference once read a freed buffer and rejected an honest kernel. Every
+    tensor a worker is given is made in shared memory, so the send leaves its buffer where it is."""
+    import io
+    import random
+    from dataclasses import fields
+    from multiprocessing.reduction import ForkingPickler
+
+    import torch.multiprocessing  # noqa: F401  (registers the reductions the workers' pipes use)
+
+    from solbench.supervisor.audit import TimedCopies
+    from solbench.supervisor.inputs import clone_inputs
+
+    sc = EVERYTHING
+    trial0 = make_inputs(sc, 0)
+    sets = [trial0, with_outputs(trial0), clone_inputs(trial0),
+            *TimedCopies.make(sc, 2, "cpu", b"", audited=True, rng=random.Random(0)).copies]
+    tensors = [t for s in sets for f in fields(s) if isinstance(t := getattr(s, f.name), torch.Tensor)]
+    assert len(tensors) > 30
+    before = [t.data_ptr() for t in tensors]
+    for t in tensors:
+        ForkingPickler(io.BytesIO()).dump(t)
+    assert [t.data_ptr() for t in tensors] == before

@@ -4,8 +4,8 @@ for a given secret, unpredictable to a candidate that does not know it.
 
 On a GPU every tensor a worker is given lives in a device allocation of its own (solbench.gpu.device_memory),
 never in a segment of torch's caching allocator: a worker maps whole allocations, so it reaches that tensor
-(and an output's guard bytes) and nothing else of the supervisor's. On the CPU they are ordinary tensors,
-which the workers get as shared memory.
+(and an output's guard bytes) and nothing else of the supervisor's. On the CPU every one is made in shared
+memory (`_shared`), so that sending it to a worker never moves it.
 """
 
 from __future__ import annotations
@@ -211,10 +211,21 @@ def _on_gpu(device) -> bool:
     return str(device).startswith("cuda")
 
 
+def _shared(t):
+    """t, moved into shared memory now, while no other thread reads it. Sending a CPU tensor to a worker
+    moves one that is not shared and frees its old buffer: the supervisor computes the reference from trial 0
+    while threads send the same tensors to the comparators, and that reference once read a freed buffer
+    (an honest kernel rejected in CI, 0.13 % of an fp8 output off by up to 0.1)."""
+    return t.share_memory_()
+
+
 def _own(t):
-    """t itself on the CPU; on a GPU, a copy in an allocation of its own (t was made by torch's allocator)."""
-    if t is None or not _on_gpu(t.device):
+    """On a GPU, a copy in an allocation of its own (t was made by torch's allocator); on the CPU t itself,
+    in shared memory."""
+    if t is None:
         return t
+    if not _on_gpu(t.device):
+        return _shared(t)
     from solbench.gpu import device_memory
 
     return device_memory.copy_of(t)
@@ -222,7 +233,7 @@ def _own(t):
 
 def _own_clone(t):
     """A copy of t that shares nothing with it (on a GPU, in an allocation of its own)."""
-    return _own(t) if _on_gpu(t.device) else t.clone()
+    return _own(t) if _on_gpu(t.device) else _shared(t.clone())
 
 
 def guarded_empty(shape, dtype, device):
@@ -238,7 +249,7 @@ def guarded_empty(shape, dtype, device):
     else:
         import torch
 
-        buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        buf = _shared(torch.empty(nbytes, dtype=torch.uint8, device=device))
     return guarded_view(buf, shape, dtype)
 
 
