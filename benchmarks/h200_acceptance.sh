@@ -60,7 +60,7 @@ record() {  # record SUITE...: seed as candidate + every available baseline, res
     if [ -f "$dir/results.json" ]; then  # resume with the recorded run's own baselines, whatever is installed now
       names=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(n for n in d['candidate']['implementations'] if n not in ('candidate', 'seed')) or 'none')" "$dir/results.json")
       # and its own policy (--resume refuses another): runs begun before a default changed keep theirs
-      policy=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(f'{k}={v}' for k, v in d['candidate']['policy'].items()))" "$dir/results.json")
+      policy=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(f'{k}={v}' for k, v in d['policy'].items() if k != 'method'))" "$dir/results.json")
       args=(--resume "$dir" --baselines "$names")
       [ "${RETRY_ERRORS:-0}" = 1 ] && args+=(--retry-errors)  # again where something crashed / ran out of memory
     fi

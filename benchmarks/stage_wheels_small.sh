@@ -13,8 +13,8 @@ shared="$(cd "$(dirname "$0")/../.." && pwd)/shared/device"
 copy=$(mktemp)
 trap 'rm -f "$copy"' EXIT
 sed -e "s#^here=.*#here=$shared#" -e "s/^LIMIT = .*/LIMIT = ${LIMIT_MIB:-38} * 2**20/" \
-    -e "s/^PART = .*/PART = 30 * 2**20/" "$shared/stage-wheels" > "$copy"
-grep -q "^LIMIT = ${LIMIT_MIB:-38} " "$copy" && grep -q "^PART = 30 " "$copy" || { echo "stage-wheels changed shape: edit $0" >&2; exit 2; }
+    -e "s/^PART = .*/PART = ${PART_MIB:-30} * 2**20/" "$shared/stage-wheels" > "$copy"
+grep -q "^LIMIT = ${LIMIT_MIB:-38} " "$copy" && grep -q "^PART = ${PART_MIB:-30} " "$copy" || { echo "stage-wheels changed shape: edit $0" >&2; exit 2; }
 bash "$copy" "$@"
 python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d .devwheels/js jsonschema 2>&1 | grep -v WARN || true
