@@ -105,7 +105,7 @@ def try_open(handles: list[tuple[str, bytes]], queue) -> None:
 def in_child(handles: list[tuple[str, bytes]]) -> list[tuple[str, str]]:
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    child = ctx.Process(target=try_open, args=(handles,), daemon=True)
+    child = ctx.Process(target=try_open, args=(handles, queue), daemon=True)
     child.start()
     results = queue.get(timeout=120)
     child.join(30)

@@ -71,8 +71,8 @@ def probe(sc: Scenario, device: str, simulate, rows: int) -> None:
     shifted_refs = {}
     for shift in SHIFTS:
         shifted = replace(sc, window_left=sc.window_left + shift[0], window_right=sc.window_right + shift[1])
-        tokens = torch.tensor(sorted({i // sc.heads_q for i in worst}), device=device)
-        shifted_refs[shift] = (tokens.tolist(), reference_rows(replace(inputs, scenario=shifted), tokens)[1])
+        tokens = sorted({i // sc.heads_q for i in worst})  # plain ints, as the supervisor's sampled rows are
+        shifted_refs[shift] = (tokens, reference_rows(replace(inputs, scenario=shifted), tokens)[1])
     verdicts = []
     for flat in worst:
         token, head = divmod(flat, sc.heads_q)

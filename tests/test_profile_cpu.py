@@ -21,7 +21,7 @@ FAKE = r'''#!/usr/bin/env python3
 import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_LOG"], "a") as f:
-    f.write(json.dumps([os.path.basename(sys.argv[0])] + args) + "\n")
+    f.write(json.dumps([os.path.basename(sys.argv[0]), os.environ.get("SOLBENCH_PROFILE_CHECK")] + args) + "\n")
 name = os.path.basename(sys.argv[0])
 if name == "ncu" and "--import" in args:
     print('"ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"')
@@ -64,7 +64,8 @@ def test_ncu_runs_the_one_scenario_with_clock_control_none_and_summarises(fake_t
     assert "top stall reasons: Stall Long Scoreboard 12.5, Stall Barrier 3" in out
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     profiled = calls[0]
-    assert profiled[:3] == ["ncu", "--clock-control", "none"]
+    assert profiled[:4] == ["ncu", "1", "--clock-control", "none"]  # the workers profile one checked call
+    assert profiled[profiled.index("--profile-from-start") + 1] == "off"
     inner = profiled[profiled.index("-m"):]
     assert inner[:4] == ["-m", "solbench", "run", "reference_kernels/seed_attention.cu"]
     suite = load_suite(inner[inner.index("--suite") + 1])
@@ -74,9 +75,11 @@ def test_ncu_runs_the_one_scenario_with_clock_control_none_and_summarises(fake_t
 
 
 def test_nsys_and_sanitizer(fake_tools, capsys):
-    run, _ = fake_tools
+    run, log = fake_tools
     assert cli.main(["profile", str(run), "--scenario", SCENARIO, "--tool", "nsys", "--impl", "fa3"]) == 0
     assert "97.0 %  3 x  attn_fwd" in capsys.readouterr().out
+    nsys = json.loads(log.read_text().splitlines()[0])
+    assert nsys[1] == "1" and nsys[nsys.index("--capture-range") + 1] == "cudaProfilerApi"
     assert cli.main(["profile", str(run), "--scenario", SCENARIO, "--tool", "sanitizer"]) == 0
     assert "ERROR SUMMARY: 0 errors" in capsys.readouterr().out
 

@@ -319,6 +319,7 @@ class _WorkerState:
             torch.set_num_threads(1)  # workers take turns; threads fighting over cores only add noise
         self.device = device
         self.timer = Timer(policy, device)
+        self._profile_next_check = bool(os.environ.get("SOLBENCH_PROFILE_CHECK"))  # see check()
         if scratch:  # the candidate: confined before its code exists here, and said so before it does
             from solbench.sandbox.confine import confine
 
@@ -377,6 +378,11 @@ class _WorkerState:
         {"unsupported": why} when the implementation declines the scenario. payload {"keep": True} keeps the
         copy bound for one more check (the determinism check)."""
         self._sync()
+        profiled = self._profile_next_check and self.device.startswith("cuda")
+        if profiled:  # `solbench profile`: the tool records from here to stop(), the first checked call only
+            import torch
+
+            torch.cuda.profiler.start()
         try:
             self.check_call()
         except Exception as exc:
@@ -388,6 +394,11 @@ class _WorkerState:
             # before the error is reported (the worker is replaced after an error anyway).
             raise
         self._sync()
+        if profiled:
+            import torch
+
+            torch.cuda.profiler.stop()
+            self._profile_next_check = False
         if not (payload or {}).get("keep"):
             self.check_call = None  # checked: the supervisor frees that copy
         return None

@@ -22,6 +22,7 @@
 // collected per timed iteration: the span of the candidate's own work, its kernel names and launch shapes.
 #include <cuda.h>  // the driver's types only: its entry points are looked up at run time (DriverVmm)
 #include <cuda_runtime.h>
+#include <cuda_profiler_api.h>
 #include <dlfcn.h>
 #include <sys/socket.h>
 #include <signal.h>
@@ -903,12 +904,19 @@ static void cmd_warm_up() {
     reply("ok", "null");
 }
 
+// `solbench profile` sets SOLBENCH_PROFILE_CHECK and runs ncu / nsys from the profiler API's start: only the
+// first checked call is profiled, never the supervisor's own kernels or the timing loop around the calls.
+static bool g_profile_next_check = getenv("SOLBENCH_PROFILE_CHECK") != nullptr;
+
 static void cmd_check(bool keep) {
     if (!g_check_alive) return reply("error", "check without a check copy");
     check_cuda("before the check call", cudaDeviceSynchronize());
     cupti_take();
+    bool profiled = g_profile_next_check;
+    if (profiled) cudaProfilerStart();
     int code = call_copy(0);
     cudaError_t err = cudaDeviceSynchronize();
+    if (profiled) cudaProfilerStop(), g_profile_next_check = false;
     if (err != cudaSuccess) fail_cuda("the candidate's check call", err);
     if (!keep) g_check_alive = false;
     if (code == SOLBENCH_ERR_UNSUPPORTED) return reply("unsupported", code_text(code));
