@@ -84,10 +84,10 @@ def _ncu_summary(exe: str, report: Path) -> tuple[Path, str]:
         args += ["--section", section]
     rows = list(csv.DictReader(io.StringIO(subprocess.run(args, capture_output=True, text=True, check=True).stdout)))
     lines, stalls = [], []
-    for section in ("GPU Speed Of Light Throughput", "Occupancy"):
+    for section in ("GPU Speed Of Light Throughput", "Occupancy", "Warp State Statistics"):
         lines.append(f"{section}:")
         lines += [f"  {r['Kernel Name'][:40]}  {r['Metric Name']}: {r['Metric Value']} {r['Metric Unit']}"
-                  for r in rows if r.get("Section Name") == section]
+                  for r in rows if r.get("Section Name") == section and r.get("Metric Name")]
     for r in rows:
         if "stall" in r.get("Metric Name", "").lower():
             try:
@@ -95,7 +95,8 @@ def _ncu_summary(exe: str, report: Path) -> tuple[Path, str]:
             except ValueError:
                 continue
     lines.append("top stall reasons: " + (", ".join(f"{n} {v:g}" for v, n in sorted(stalls, reverse=True)[:3])
-                                          or "none reported (the WarpStateStats section was not collected)"))
+                                          or f"not on the details page (open {rep.name} in Nsight Compute: "
+                                          "Warp State Statistics)"))
     return rep, "\n".join(lines)
 
 

@@ -132,18 +132,24 @@ def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
     q_std = profile.logit_std / (sc.scale * sc.head_dim_qk ** 0.5)  # q.k * scale has std ~ logit_std
     q = randn(sc.total_q, sc.heads_q, sc.head_dim_qk) * q_std
     kv_shape = _kv_shape(sc)
+    # bf16/fp16 K and V are cast as soon as drawn (same values: the peaks' channel value is exact in both):
+    # a long MHA decode's K and V in fp32 at once were 25 GB of the supervisor's peak, and ran the H200 out
+    # of memory beside the workers. fp8 quantises from fp32 (its descale is the fp32 amax).
+    low = None if sc.dtype == "fp8_e4m3" else torch_dtype(sc.dtype)
     k = randn(*kv_shape, sc.head_dim_qk)
+    k = k.to(low) if low else k
     v = randn(*kv_shape, sc.head_dim_v)
+    v = v.to(low) if low else v
     if profile.peak_max:
         _plant_peaks(sc, q, k, profile.peak_max, gen)
     q_descale = k_descale = v_descale = None
-    if sc.dtype == "fp8_e4m3":
+    if low is None:
         q, q_descale = _quantize_fp8(q.view(sc.total_q, sc.heads_kv, sc.group_size, -1), sc.descale, kv_head_axis=1)
         q = q.view(sc.total_q, sc.heads_q, sc.head_dim_qk)
         k, k_descale = _quantize_fp8(k, sc.descale, kv_head_axis=k.dim() - 2)
         v, v_descale = _quantize_fp8(v, sc.descale, kv_head_axis=v.dim() - 2)
     else:
-        q, k, v = (t.to(torch_dtype(sc.dtype)) for t in (q, k, v))
+        q = q.to(low)
     sinks = None
     if sc.sinks:  # bf16-representable fp32, as learned sinks are stored (GPT-OSS): a kernel that takes its
         # sinks in bf16 (vLLM's FA3 s_aux) reads the exact value every other kernel reads
