@@ -58,11 +58,21 @@ int main() {{
     printf("scratch %d\\n", fopen("{scratch}/a", "w") != nullptr);
     printf("outside %d\\n", fopen("{outside}/a", "w") != nullptr);
     printf("signal %d\\n", kill(getppid(), 0) == 0);
+    struct rlimit lim;
+    getrlimit(RLIMIT_NOFILE, &lim);
+    printf("nofile %llu %llu\\n", (unsigned long long)lim.rlim_cur, (unsigned long long)lim.rlim_max);
 }}
 ''')
     exe = tmp_path / "try"
     subprocess.run(["nvcc", "-std=c++17", str(source), "-o", str(exe)], check=True, capture_output=True)
     lines = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    import resource
+
+    from solbench.sandbox.confine import open_files_cap
+
+    cap = open_files_cap(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    assert lines[4].split()[2] == str(cap) and int(lines[4].split()[1]) <= cap, lines  # see confine.py
+    assert lines[0].endswith(f"; open files <= {cap}"), lines
     abi = abi_version()
     if abi < 1:
         assert lines[0].startswith("not confined") and lines[2] == "outside 1"

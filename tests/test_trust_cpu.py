@@ -178,3 +178,27 @@ def test_a_reply_begun_and_never_finished_does_not_hang_the_supervisor():
             replies.recv_within(quiet, 0.2, lambda: None)
     finally:
         replies.FRAME_S = old
+
+
+def test_the_candidates_worker_holds_few_files_open_hard_limit_included(tmp_path):
+    """Fds in flight over Unix sockets count against the user and a send is refused once the count passes
+    the sender's RLIMIT_NOFILE: a candidate with the supervisor's limit could park enough of them to make the
+    supervisor's sends to the comparators fail (review of the fd path, finding 1). Confined, it holds at most
+    open_files_cap files, hard limit included, below the supervisor's own limit."""
+    import resource
+    import subprocess
+    import sys
+
+    from solbench.sandbox.confine import CANDIDATE_OPEN_FILES, open_files_cap
+
+    said = subprocess.run([sys.executable, "-c", f"""
+import resource
+from solbench.sandbox.confine import confine
+print(confine([{str(tmp_path)!r}]))
+print(*resource.getrlimit(resource.RLIMIT_NOFILE))
+"""], capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    cap = open_files_cap(hard)
+    assert said[0].endswith(f"; open files <= {cap}") and said[1].split()[1] == str(cap), said
+    assert cap <= CANDIDATE_OPEN_FILES and (hard == resource.RLIM_INFINITY or 2 * cap <= hard)
+    assert open_files_cap(1000) == 500 and open_files_cap(resource.RLIM_INFINITY) == CANDIDATE_OPEN_FILES

@@ -8,6 +8,12 @@ supervisor, not the comparators' workers), and from ABI 1 it can ptrace none (so
 another process's memory through /proc/PID/mem). Reading stays open: a candidate reads its own files and
 libraries. The native runner applies the same rules in C (solbench/sandbox/native/runner.cu).
 
+It may also hold at most CANDIDATE_OPEN_FILES files open, hard limit included (`limit_open_files`): Linux
+charges every fd in flight over a Unix socket to the sending *user* and refuses a send once that count
+passes the sender's own RLIMIT_NOFILE, so a candidate with the supervisor's limit could park fds in flight
+and make the supervisor's sends of tensors to the comparators fail (review of the fd path, finding 1). A
+process with CAP_SYS_RESOURCE (root) is exempt from that count, and so is a supervisor running as root.
+
 The syscall numbers (444-446) are the same on every Linux architecture.
 """
 
@@ -50,12 +56,35 @@ def abi_version() -> int:
     return max(0, int(version))
 
 
+CANDIDATE_OPEN_FILES = 4096
+"""The candidate's RLIMIT_NOFILE (soft and hard), at most half of the hard limit the supervisor raises its
+own soft limit to (solbench.supervisor.runner), so what it can park in flight stays below that."""
+
+
+def open_files_cap(hard: int) -> int:
+    """CANDIDATE_OPEN_FILES, or half of `hard` when that is lower (RLIM_INFINITY is any large number)."""
+    import resource
+
+    return CANDIDATE_OPEN_FILES if hard == resource.RLIM_INFINITY else min(CANDIDATE_OPEN_FILES, hard // 2)
+
+
+def limit_open_files() -> str:
+    """Lower this process's RLIMIT_NOFILE, hard limit included, to open_files_cap; the words for the record."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cap = open_files_cap(hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, cap), cap))
+    return f"open files <= {cap}"
+
+
 def confine(writable: list[str]) -> str:
     """Confine this process (see the module docstring); the directories in `writable` must exist. Returns
     what was applied, in words, for the run's telemetry; OSError when the kernel refuses a step."""
+    files = limit_open_files()
     abi = abi_version()
     if abi < 1:
-        return "not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs)"
+        return f"not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs); {files}"
     libc = _libc()
     write = _WRITE_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
     scoped = _SCOPE_SIGNAL if abi >= 6 else 0
@@ -81,7 +110,7 @@ def confine(writable: list[str]) -> str:
     finally:
         os.close(ruleset)
     signals = "no signals outside it" if scoped else "signals not scoped (Landlock ABI < 6)"
-    return f"confined (Landlock ABI {abi}): writes only beneath {', '.join(writable)}; no ptrace, {signals}"
+    return f"confined (Landlock ABI {abi}): writes only beneath {', '.join(writable)}; no ptrace, {signals}; {files}"
 
 
 CACHE_VARIABLES = ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME")

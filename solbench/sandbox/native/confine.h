@@ -2,10 +2,12 @@
 // so a CPU test can compile and try it without a GPU: tests/test_native_runner.py).
 #pragma once
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
@@ -15,9 +17,22 @@
 // The rules of solbench/sandbox/confine.py: after this, the process and all it starts write only beneath
 // `writable`, ptrace nothing outside, and (Landlock ABI >= 6) signal nothing outside. Returns what was
 // applied, in words, or why nothing was (the run goes on unconfined then, as in the Python host).
+// RLIMIT_NOFILE, hard limit included, down to confine.py's open_files_cap (CANDIDATE_OPEN_FILES = 4096, or half
+// the hard limit): fds in flight over Unix sockets count against the user, so a candidate with the
+// supervisor's limit could park enough of them to make the supervisor's sends fail.
+static std::string limit_open_files() {
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim)) return format("open files not limited: %s", strerror(errno));
+    rlim_t cap = lim.rlim_max == RLIM_INFINITY ? 4096 : std::min<rlim_t>(4096, lim.rlim_max / 2);
+    struct rlimit lowered = {std::min(lim.rlim_cur, cap), cap};
+    if (setrlimit(RLIMIT_NOFILE, &lowered)) return format("open files not limited: %s", strerror(errno));
+    return format("open files <= %llu", (unsigned long long)cap);
+}
+
 static std::string confine(const std::vector<std::string>& writable) {
+    std::string files = limit_open_files();
     long abi = syscall(444, nullptr, 0, 1u);  // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
-    if (abi < 1) return "not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs)";
+    if (abi < 1) return "not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs); " + files;
     unsigned long long write = 0;
     for (int bit : {1, 4, 5, 6, 7, 8, 9, 10, 11, 12}) write |= 1ull << bit;
     if (abi >= 2) write |= 1ull << 13;  // REFER
@@ -38,10 +53,10 @@ static std::string confine(const std::vector<std::string>& writable) {
     if (why.empty() && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) why = "prctl(PR_SET_NO_NEW_PRIVS) refused";
     if (why.empty() && syscall(446, ruleset, 0u)) why = format("landlock_restrict_self: %s", strerror(errno));
     close(ruleset);
-    if (!why.empty()) return "not confined: " + why;
+    if (!why.empty()) return "not confined: " + why + "; " + files;
     std::string dirs;
     for (auto& dir : writable) dirs += (dirs.empty() ? "" : ", ") + dir;
-    return format("confined (Landlock ABI %ld): writes only beneath %s; no ptrace, %s", abi, dirs.c_str(),
-                  abi >= 6 ? "no signals outside it" : "signals not scoped (Landlock ABI < 6)");
+    return format("confined (Landlock ABI %ld): writes only beneath %s; no ptrace, %s; %s", abi, dirs.c_str(),
+                  abi >= 6 ? "no signals outside it" : "signals not scoped (Landlock ABI < 6)", files.c_str());
 }
 
