@@ -382,3 +382,22 @@ def test_help_and_docstring_examples_parse(capsys):
     for line in examples:
         args = parser.parse_args(shlex.split(line)[1:])
         assert args.command == "leaderboard" and args.action in ("add", "show", "export", "remove")
+
+
+def test_the_supervisor_running_out_of_memory_is_not_the_entry_being_wrong():
+    """A scenario the supervisor could not evaluate (its inputs did not fit beside the workers) leaves the
+    entry's row untimed: unranked where that scenario is scored, as any scenario not run; an implementation's
+    own runtime error stays `wrong`."""
+    from solbench.core.model import SUPERVISOR_OUT_OF_MEMORY
+
+    def failed_on_1(reason):
+        run = make_run("oom", {"candidate": 0.9, "seed": 10.0}, seed=3, wrong={1: "runtime_error"})
+        o = run.outcomes[1]
+        o = replace(o, reason=reason, measurements={})
+        return Entry.from_result(replace(run, outcomes=(run.outcomes[0], o, *run.outcomes[2:])), name="oom")
+
+    [b] = boards([failed_on_1(f"{SUPERVISOR_OUT_OF_MEMORY}: OutOfMemoryError: CUDA out of memory")])
+    s = b.standings[0]
+    assert s.rank is None and s.wrong == () and "covers 9 of 10" in s.reason and IDS[1] in s.reason
+    [b] = boards([failed_on_1("worker died (exit code -11)")])
+    assert b.standings[0].wrong == (IDS[1],) and "wrong on 1 scenario(s)" in b.standings[0].reason

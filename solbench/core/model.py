@@ -31,6 +31,12 @@ def current_suite_name(name: str, suite_hash: str) -> str:
     return RENAMED_SUITES.get((name, suite_hash), name)
 
 
+SUPERVISOR_OUT_OF_MEMORY = "the supervisor ran out of device memory for this scenario"
+"""How an outcome's reason begins when the supervisor, not the implementation, failed the scenario (its inputs
+or reference did not fit beside the workers): a machine error, retried by --retry-errors, never counted as
+the implementation being wrong."""
+
+
 class Status(str, enum.Enum):
     """What happened to one (scenario, implementation) pair."""
 

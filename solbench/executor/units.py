@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from solbench.core.model import Outcome, Status
+from solbench.core.model import SUPERVISOR_OUT_OF_MEMORY, Outcome, Status
 from solbench.core.policy import TimingPolicy
 from solbench.core.scenario import Scenario
 from solbench.sandbox.impls import ImplSpec
@@ -166,7 +166,7 @@ def supervisor_out_of_memory(sc: Scenario, exc: Exception) -> Outcome:
         torch.cuda.empty_cache()
     first = str(exc).splitlines()[0] if str(exc) else ""
     return Outcome(scenario_id=sc.id, scenario=sc.to_dict(), status=Status.RUNTIME_ERROR,
-                   reason=f"the supervisor ran out of device memory for this scenario: OutOfMemoryError: {first}")
+                   reason=f"{SUPERVISOR_OUT_OF_MEMORY}: OutOfMemoryError: {first}")
 
 
 def lost_outcome(sc: Scenario, why: str) -> Outcome:

@@ -56,7 +56,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from itertools import groupby
 
-from solbench.core.model import RunResult, Status
+from solbench.core.model import SUPERVISOR_OUT_OF_MEMORY, RunResult, Status
 from solbench.core.policy import measuring_differences
 from solbench.core.stats import geomean, geomean_ci, median
 from solbench.leaderboard.entry import CANDIDATE, Entry, gpu_model, major_version, observe, solbench_version
@@ -337,7 +337,9 @@ def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator
                 own, anchor_ms = observe(o, seed), d.seed_ms
             if own.samples_ms:
                 drifts.append(median(own.samples_ms) / anchor_ms)
-    wrong = [r for r in rows if Status(r.status).is_failure]
+    # The supervisor running out of memory is not the entry being wrong: that scenario is only not timed, which
+    # leaves it unranked where the scenario is scored (the coverage rule below), and costs nothing where not.
+    wrong = [r for r in rows if Status(r.status).is_failure and not (r.reason or "").startswith(SUPERVISOR_OUT_OF_MEMORY)]
     timed = [r for r in rows if r.speedup is not None]
     narrow = False
     if wrong:
