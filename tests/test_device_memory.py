@@ -264,7 +264,7 @@ def test_cpu_tensors_still_travel_as_shared_memory(fake):
 
 def _fake_worker(tmp_path, fails_on: str, how: str = "exit"):
     """A Worker handle (device 'cuda': tensors go by token) on a process of tests/fake_driver.py."""
-    from solbench.sandbox.worker import Worker
+    from solbench.supervisor.python_worker import Worker
 
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
@@ -282,7 +282,7 @@ def test_a_worker_killed_mid_scenario_leaves_nothing_allocated(fake, tmp_path, d
     """A worker that dies in the middle of a check (os._exit: no reply, no release), or reports an error there
     and is killed for it (never asked to let go first), holds nothing once it is gone; what the supervisor
     lent it is freed when the supervisor drops the scenario, in either order."""
-    from solbench.sandbox.worker import WorkerFailure
+    from solbench.supervisor.python_worker import WorkerFailure
 
     worker = _fake_worker(tmp_path, fails_on="check", how=how)
     inp = inputs_mod.make_inputs(EVERYTHING, trial=0, device="cpu")

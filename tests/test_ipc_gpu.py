@@ -256,7 +256,7 @@ def test_a_child_cannot_open_an_allocation_it_was_not_sent(tmp_path):
 def test_a_python_worker_that_exits_mid_check_leaks_nothing(tmp_path):
     """Three times, a worker dies (os._exit) in the middle of its check while it maps a scenario of over 1 GiB
     (its copy and a timing copy): once the supervisor drops the scenario, the device has what it had."""
-    from solbench.sandbox.worker import Worker, WorkerFailure
+    from solbench.supervisor.python_worker import Worker, WorkerFailure
 
     exits = tmp_path / "exits.py"
     exits.write_text("import os\n\ndef forward(inputs):\n    os._exit(3)\n")

@@ -15,7 +15,7 @@ from solbench.core.model import Status  # noqa: E402
 from solbench.core.policy import TimingPolicy  # noqa: E402
 from solbench.sandbox.impls import ImplSpec  # noqa: E402
 from solbench.sandbox.timing import HOST_GAP  # noqa: E402
-from solbench.sandbox.worker import WorkerFailure  # noqa: E402
+from solbench.supervisor.python_worker import WorkerFailure  # noqa: E402
 from solbench.supervisor.evaluate import FAILURE_STATUS  # noqa: E402
 from solbench.supervisor.native_worker import (CUPTI_BLIND, WORK_OUTSIDE_EVENTS, NativeWorker, round_flags,  # noqa: E402
                                                runner_argv)
@@ -162,7 +162,7 @@ def test_the_runner_gets_the_policys_timing_fields(tmp_path):
 
 def test_runs_pick_the_native_runner_for_cu_on_a_gpu_only():
     from solbench.executor.units import UnitContext, make_workers
-    from solbench.sandbox.worker import Worker
+    from solbench.supervisor.python_worker import Worker
 
     specs = {"candidate": ImplSpec("candidate", "cu", "/k.so", "k.cu", runner="native"),
              "seed": ImplSpec("seed", "cu", "/s.so", "s.cu", runner="python"),

@@ -287,7 +287,7 @@ def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, k
     from solbench.sandbox.impls import ImplSpec
     from solbench.core.policy import QUICK
     from solbench.core.suites import load_suite
-    from solbench.sandbox.worker import Worker, WorkerFailure
+    from solbench.supervisor.python_worker import Worker, WorkerFailure
 
     from solbench.supervisor.inputs import make_inputs
 
@@ -310,7 +310,7 @@ def test_a_worker_that_cannot_load_is_a_load_failure_and_mid_run_costs_its_scena
     from solbench.core.policy import QUICK
     from solbench.core.suites import load_suite
     from solbench.sandbox.impls import ImplSpec
-    from solbench.sandbox.worker import Worker, WorkerFailure
+    from solbench.supervisor.python_worker import Worker, WorkerFailure
     from solbench.supervisor.evaluate import _check
 
     broken = tmp_path / "broken.py"
@@ -344,7 +344,7 @@ def test_prepare_waits_for_the_setup_allowance_and_the_check_does_not():
     import random
 
     from solbench.core.suites import load_suite
-    from solbench.sandbox.worker import WorkerFailure
+    from solbench.supervisor.python_worker import WorkerFailure
     from solbench.supervisor.audit import TimedCopies
     from solbench.supervisor.evaluate import _check
     from solbench.supervisor.inputs import make_inputs

@@ -46,7 +46,7 @@ def make_workers(ctx: UnitContext, log_tag: str = "") -> dict:
     """One worker per implementation, in ctx.specs order. The only place worker objects are made: a .cu
     implementation with runner 'native' on a GPU gets the native runner (same start / request / stop / pid /
     running interface), everything else the Python host."""
-    from solbench.sandbox.worker import Worker
+    from solbench.supervisor.python_worker import Worker
     from solbench.supervisor.native_worker import NativeWorker
 
     folder = Path(ctx.log_dir)
@@ -119,7 +119,7 @@ class Agent:
         """Start the candidate's and the seed's workers: LoadError when one cannot be loaded, before any
         scenario runs. Baseline libraries start at their first scenario (a failure costs only their records)."""
         from solbench.core.errors import LoadError
-        from solbench.sandbox.worker import WorkerFailure
+        from solbench.supervisor.python_worker import WorkerFailure
 
         for name, worker in self.workers.items():
             if name != "candidate" and worker.spec.kind == "baseline":

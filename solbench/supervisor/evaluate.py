@@ -17,7 +17,7 @@ from dataclasses import replace
 from solbench.core.model import Measurement, Outcome, Status
 from solbench.core.policy import TimingPolicy
 from solbench.core.scenario import Scenario
-from solbench.sandbox.worker import Worker, WorkerFailure
+from solbench.supervisor.python_worker import Worker, WorkerFailure
 from solbench.supervisor.audit import (CLOCK_GAP, AuditFailure, TimedCopies, changed_inputs, damaged_guards, scenario_rng,
                                        sync_outputs)
 from solbench.supervisor.rounds import TimingFailure, time_interleaved

@@ -1,6 +1,6 @@
 """The supervisor's handle on the native runner (solbench/sandbox/native/runner.cu): the process a .cu
 implementation is timed in, with no Python in it, so the CPython C API offers a candidate nothing to
-patch. Same interface as solbench.sandbox.worker.Worker (start / request / stop / pid / running), so the
+patch. Same interface as solbench.supervisor.python_worker.Worker (start / request / stop / pid / running), so the
 evaluation loop cannot tell them apart; the runner's pipe protocol is in runner.cu's opening comment.
 
 The runner reports raw numbers only. Everything that decides is computed here from them: the host-gap
@@ -27,7 +27,7 @@ from solbench.sandbox.impls import ImplSpec
 from solbench.sandbox.timing import HOST_GAP, gap_in_batch, host_gap
 from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir
 from solbench.sandbox.replies import describe_exit
-from solbench.sandbox.worker import WorkerFailure
+from solbench.supervisor.python_worker import WorkerFailure
 
 WORK_OUTSIDE_EVENTS = "work_outside_events"
 """Flag: CUPTI saw the call's own kernels or copies (any stream) run outside its start/end events, or land

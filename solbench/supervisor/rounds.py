@@ -12,7 +12,7 @@ import time
 
 from solbench.core.model import Measurement
 from solbench.core.policy import TimingPolicy
-from solbench.sandbox.worker import Worker, WorkerFailure
+from solbench.supervisor.python_worker import Worker, WorkerFailure
 from solbench.supervisor.audit import CLOCK_CONFIRM_ROUNDS, CLOCK_GAP, TimedCopies, clock_gap, clock_rounds
 from solbench.supervisor.trace import trace, trace_clock
 

@@ -124,7 +124,7 @@ def sanitize(spec, scenarios, arch: str, folder: Path, device: str, policy, secr
              runner: Path | None = None) -> list[Finding]:
     """Every tool over every scenario's checked call (see the module docstring); `runner`: the native
     runner's executable (None = built for `arch`)."""
-    from solbench.sandbox.worker import WorkerFailure
+    from solbench.supervisor.python_worker import WorkerFailure
     from solbench.supervisor.inputs import make_inputs
     from solbench.supervisor.native_worker import NativeWorker
 

@@ -20,7 +20,7 @@ import sys
 
 PAYLOAD = r"""
 import solbench.supervisor.verdict as verdict
-import solbench.sandbox.worker as worker
+import solbench.supervisor.python_worker as worker
 from solbench.core.model import Status
 
 real_judge = verdict.judge

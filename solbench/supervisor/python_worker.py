@@ -1,0 +1,191 @@
+"""The supervisor's handle on a Python worker: one implementation per process, driven over a pipe, so a
+crash costs a scenario, not the run (the native runner's handle is solbench.supervisor.native_worker).
+
+`Worker(spec, device, policy, log_path)` with `start(timeout_s)` and `request(cmd, payload, timeout_s)`; a
+worker that dies (segfault), hangs (timeout) or reports an error is killed and restarted on the next
+request. What runs inside the worker's process is solbench.sandbox.worker.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from solbench.core.policy import TimingPolicy
+from solbench.sandbox.confine import remove_scratch, scratch_dir
+from solbench.sandbox.impls import ImplSpec
+from solbench.sandbox.replies import Stalled, describe_exit, read_reply, recv_within
+from solbench.sandbox.worker import (ERROR_CONTEXT_INTACT, LETS_GO, LOAD_FAILED, WORKER_LOG_PREFIX, _on_gpu,
+                                     _serve)
+
+
+class WorkerFailure(Exception):
+    """The worker died, hung, raised, or found its measuring code replaced; `kind` is 'crash', 'timeout',
+    'error', 'tampered' or 'load' (the implementation could not be loaded)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Worker:
+    """Runner-side handle; starts the process lazily and after every failure."""
+
+    spec: ImplSpec
+    device: str
+    policy: TimingPolicy
+    log_path: Path
+    setup_s: float = 0.0
+    """Extra seconds a 'prepare' may take beyond the per-scenario timeout (a baseline's JIT compile)."""
+
+    def __post_init__(self):
+        from solbench.gpu import device_memory
+
+        self._proc = None
+        self._conn = None
+        self._scratch = None
+        self._holder = device_memory.new_holder()
+        """Who the supervisor's device allocations are lent to when sent to this worker."""
+        self.writes_lse = True
+        """Whether the implementation writes LSE (learnt from the worker's prepare reply)."""
+        self.sandbox = ""
+        """How the worker was confined, in words (said before any candidate code ran in it)."""
+
+    def start(self, timeout_s: float = 120.0) -> None:
+        """Start the process and wait until it has loaded the implementation; WorkerFailure otherwise
+        (kind 'load' with the worker's one-line reason, 'crash' or 'timeout')."""
+        import torch.multiprocessing  # registers tensor reductions for the pipe  # noqa: F401
+
+        from solbench.gpu import device_memory
+
+        device_memory.returned(self._holder)  # no process of this handle's is alive: none maps anything
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()  # duplex: a Unix socketpair, which file descriptors can pass (ipc.send)
+        self._scratch = scratch_dir(self.spec)
+        self._proc = ctx.Process(target=_serve, args=(child, self.spec, self.device, self.policy, str(self.log_path),
+                                                      self._scratch), daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        status, value = self._receive("load", timeout_s + self.setup_s)
+        if status == "sandbox":  # sent before the implementation is loaded, so it is the worker's own word
+            self.sandbox = str(value)
+            status, value = self._receive("load", timeout_s + self.setup_s)
+        if status == LOAD_FAILED:
+            self.stop(kill=True)
+            raise WorkerFailure("load", f"{self.spec.name}: {value}")
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self.running else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
+        """Send one command and wait for its reply; raise WorkerFailure (and reset) on any failure."""
+        from solbench.gpu import device_memory
+
+        if not self.running:
+            self.start(timeout_s)
+        mark = device_memory.loan_mark(self._holder) if cmd in LETS_GO else None
+        try:
+            self._send((cmd, payload))
+        except (BrokenPipeError, ConnectionResetError):
+            self._died(cmd)
+        except OSError as exc:  # fds it never reads (a timeout), or too many fds in flight for this user
+            self.stop(kill=True)
+            raise WorkerFailure("crash", f"{self.spec.name}: could not be sent its {cmd}: {exc}") from None
+        status, value = self._receive(cmd, timeout_s)
+        if mark is not None and status == "ok":
+            device_memory.returned(self._holder, mark)  # it closed its mappings of what it was sent before
+        if status == ERROR_CONTEXT_INTACT:
+            # A trusted implementation (seed, baseline) raised, and its CUDA context still works: keep the
+            # worker, and with it the library's compiled kernels and plans.
+            raise WorkerFailure("error", f"{self.spec.name}: {value}")
+        if status in ("error", "tampered"):
+            # Killed: the CUDA context may be poisoned (illegal address). What it was lent is freed once it is
+            # gone (stop), so it need not be asked to let go first.
+            self.stop(kill=True)
+            raise WorkerFailure(status, f"{self.spec.name}: {value}")
+        if cmd == "round" and isinstance(value, dict) and isinstance(value.get("telemetry"), dict):
+            value["telemetry"]["sandbox"] = self.sandbox
+        return value
+
+    def _send(self, message) -> None:
+        """A command down the pipe: on a GPU by solbench.gpu.ipc (tensors as tokens of their own allocations,
+        lent to this worker, with their fds), on the CPU as torch.multiprocessing shares tensors."""
+        if _on_gpu(self.device):
+            from solbench.gpu import ipc
+
+            ipc.send(self._conn, message, self._holder)
+        else:
+            self._conn.send(message)
+
+    def _receive(self, what: str, timeout_s: float):
+        """The worker's next (status, value); WorkerFailure (and reset) when it hangs or dies first."""
+        try:
+            return read_reply(recv_within(self._conn, timeout_s, lambda: _kill_group(self._proc)))
+        except Stalled as exc:
+            self.stop(kill=True)
+            why = f"no answer to {what!r} within {timeout_s:g} s" if exc.args[0].startswith("no answer") else \
+                f"{exc} (to {what!r})"
+            raise WorkerFailure("timeout", f"{self.spec.name}: {why}") from None
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            self._died(what)
+        except (OSError, ValueError) as exc:  # too long, not JSON, not a pair: not the worker's own code
+            self.stop(kill=True)
+            raise WorkerFailure("error", f"{self.spec.name}: malformed reply to {what!r} ({exc})") from None
+
+    def _died(self, what: str):
+        self._proc.join(2)  # reap it, so the exit code (the signal) can be reported
+        code = self._proc.exitcode
+        self.stop(kill=True)
+        during = " while loading" if what == "load" else ""
+        raise WorkerFailure("crash", f"{self.spec.name}: worker died{during} ({describe_exit(code)}){self._log_tail()}"
+                            ) from None
+
+    def stop(self, kill: bool = False):
+        if self._proc is None:
+            return
+        if not kill and self._proc.is_alive():
+            try:
+                self._send(("quit", None))
+                self._proc.join(5)
+            except (BrokenPipeError, OSError):
+                pass
+        if self._proc.is_alive() or kill:
+            _kill_group(self._proc)
+            self._proc.join(5)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+        remove_scratch(self._scratch)
+        self._scratch = None
+        from solbench.gpu import device_memory
+
+        device_memory.returned(self._holder)  # the process is gone, and its mappings with it
+
+    def _log_tail(self, lines: int = 3) -> str:
+        try:
+            tail = [l for l in self.log_path.read_text(errors="replace").splitlines()
+                    if l.strip() and not l.startswith(WORKER_LOG_PREFIX)][-lines:]
+        except OSError:
+            return ""
+        return (": " + " | ".join(tail)) if tail else ""
+
+
+def _kill_group(proc) -> None:
+    """Kill the worker and anything it started: it leads its own process group (see _serve), so a child
+    left behind to load the GPU during the comparators' rounds dies with it."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        if proc.is_alive():
+            proc.kill()
