@@ -17,7 +17,8 @@ from solbench import __version__
 from solbench.front import cli
 from solbench.core.errors import ConfigError
 from solbench.leaderboard.entry import Entry
-from solbench.leaderboard.rank import build_boards, choose_baseline_run, denominators
+from solbench.leaderboard.denominators import choose_baseline_run, denominators
+from solbench.leaderboard.rank import build_boards
 from solbench.leaderboard.recorded import recorded_entries
 from solbench.leaderboard.store import Store
 from solbench.core.model import ErrorStats, Measurement, Outcome, RunResult, Status

@@ -16,7 +16,7 @@ from itertools import groupby
 from solbench.baselines import current_name
 from solbench.core.model import RunResult
 from solbench.leaderboard.entry import CANDIDATE, Entry, gpu_model
-from solbench.leaderboard.rank import NOT_BASELINES, baseline_names, seed_impl
+from solbench.leaderboard.denominators import NOT_BASELINES, baseline_names, seed_impl
 
 AUTHOR = "solbench recorded run"
 SEED_ENTRY = "seed"

@@ -143,7 +143,7 @@ class _WorkerState:
             torch.set_num_threads(1)  # workers take turns; threads fighting over cores only add noise
         self.device = device
         self.timer = Timer(policy, device)
-        self._profile_next_check = bool(os.environ.get("SOLBENCH_PROFILE_CHECK"))  # see check()
+        self._profile_next_check = device == "cuda" and bool(os.environ.get("SOLBENCH_PROFILE_CHECK"))
         if scratch:  # the candidate: confined before its code exists here, and said so before it does
             from solbench.sandbox.confine import confine
 
@@ -202,13 +202,8 @@ class _WorkerState:
         {"unsupported": why} when the implementation declines the scenario. payload {"keep": True} keeps the
         copy bound for one more check (the determinism check)."""
         self._sync()
-        profiled = self._profile_next_check and self.device.startswith("cuda")
-        if profiled:  # `solbench profile`: the tool records from here to stop(), the first checked call only
-            import torch
-
-            torch.cuda.profiler.start()
         try:
-            self.check_call()
+            self._call_checked()
         except Exception as exc:
             if getattr(exc, "unsupported", False) or isinstance(exc, NotImplementedError):
                 self.check_call = None
@@ -217,15 +212,23 @@ class _WorkerState:
             # with legacy CUDA IPC mappings)
             # before the error is reported (the worker is replaced after an error anyway).
             raise
-        self._sync()
-        if profiled:
-            import torch
-
-            torch.cuda.profiler.stop()
-            self._profile_next_check = False
         if not (payload or {}).get("keep"):
             self.check_call = None  # checked: the supervisor frees that copy
         return None
+
+    def _call_checked(self):
+        """The check copy's call, then a synchronize; under `solbench profile` the first one runs between the
+        profiler API's start and stop, which is all the tool records."""
+        if not self._profile_next_check:
+            self.check_call()
+            self._sync()
+            return
+        import torch
+
+        self._profile_next_check = False
+        with torch.cuda.profiler.profile():
+            self.check_call()
+            self._sync()
 
     def warm_up(self, payload):
         self.timer.warm_up(self.calls)
