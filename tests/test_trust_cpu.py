@@ -99,6 +99,16 @@ def test_the_clock_check_passes_an_honest_candidate_and_needs_a_trusted_comparat
     assert not clock_gap([(40.0, 4.0, 3)] * 5, [])  # nothing trusted to measure the loop with
 
 
+def test_a_costly_yardstick_loop_does_not_shrink_the_share_a_forger_shows():
+    """The share is of the calls' own time: a forger reporting 0.55 of 21.5 ms calls beside a yardstick whose loop
+    costs 3.5 ms a call hides 7.2 ms of 19 ms (38 %); of the round's 22.5 ms wall it was 32 %, under the rule."""
+    from solbench.supervisor.audit import clock_gap
+
+    trusted = [(5.0, 1.5, 1)] * 4
+    assert clock_gap([(22.5, 11.8, 1)] * 4, trusted)
+    assert not clock_gap([(22.5, 19.0, 1)] * 4, trusted)  # the honest call of the same length
+
+
 def test_the_candidates_confinement_is_recorded_with_its_times(tmp_path):
     """What the candidate's worker was confined by, said before the candidate loaded, rides with each round's
     telemetry; the trusted comparators are not confined."""

@@ -11,6 +11,7 @@ timed in rounds by solbench.supervisor.rounds.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 
@@ -87,6 +88,25 @@ FAILURE_STATUS = {"timeout": Status.TIMEOUT, "crash": Status.RUNTIME_ERROR, "err
                   "load": Status.RUNTIME_ERROR}  # a restarted worker that no longer loads (the run began with it loaded)
 
 
+@contextmanager
+def _one_host_thread(device: str):
+    """On a CPU, the supervisor's own work between rounds (refills, fingerprints, reference rows) on one thread:
+    torch's idle threads spin on for a while after each op, and on a small host they took the core a comparator's
+    round needed (its loop cost ~3 ms a call more, measured on 2 cores), which the clock check then granted
+    every call of the candidate as the loop's cost."""
+    if device != "cpu":
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, device: str,
              timeout_s: float, bound_fn=None, supports=None, secret: bytes = b"") -> Outcome:
     """workers: 'candidate' first, then comparators ('seed', baselines) in a fixed order.
@@ -106,7 +126,9 @@ def evaluate(sc: Scenario, workers: dict[str, Worker], policy: TimingPolicy, dev
     method = "cuda_events" if device == "cuda" else "host_clock"
     while True:
         try:
-            measurements, ratios = time_interleaved({n: workers[n] for n in timed}, timed, policy, timeout_s, method)
+            with _one_host_thread(device):
+                measurements, ratios = time_interleaved({n: workers[n] for n in timed}, timed, policy, timeout_s,
+                                                        method)
             break
         except AuditFailure as exc:
             return Outcome(status=exc.status, reason=f"while timing: {exc}", **base)
