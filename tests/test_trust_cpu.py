@@ -99,14 +99,15 @@ def test_the_clock_check_passes_an_honest_candidate_and_needs_a_trusted_comparat
     assert not clock_gap([(40.0, 4.0, 3)] * 5, [])  # nothing trusted to measure the loop with
 
 
-def test_a_costly_yardstick_loop_does_not_shrink_the_share_a_forger_shows():
-    """The share is of the calls' own time: a forger reporting 0.55 of 21.5 ms calls beside a yardstick whose loop
-    costs 3.5 ms a call hides 7.2 ms of 19 ms (38 %); of the round's 22.5 ms wall it was 32 %, under the rule."""
+def test_an_honest_runner_whose_loop_costs_a_little_more_than_the_yardsticks_is_not_flagged():
+    """The seed against itself through two native runners on the H200 (90 us decode calls, ~2.8 ms a call between
+    them, 0.7 ms a call more in the candidate's runner): a share of the calls' own time flagged it hidden_work; a
+    share of the round's wall time, the loop included, does not. A forger reporting a tenth still is."""
     from solbench.supervisor.audit import clock_gap
 
-    trusted = [(5.0, 1.5, 1)] * 4
-    assert clock_gap([(22.5, 11.8, 1)] * 4, trusted)
-    assert not clock_gap([(22.5, 19.0, 1)] * 4, trusted)  # the honest call of the same length
+    trusted = [(3 * (0.09 + 2.8), 3 * 0.09, 3)] * 4
+    assert not clock_gap([(3 * (0.09 + 2.8 + 0.7), 3 * 0.09, 3)] * 4, trusted)
+    assert clock_gap([(3 * (5.0 + 2.8), 3 * 0.5, 3)] * 4, trusted)
 
 
 def test_the_candidates_confinement_is_recorded_with_its_times(tmp_path):

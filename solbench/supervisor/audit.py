@@ -26,9 +26,8 @@ CLOCK_GAP = "supervisor_clock_gap"
 and the loop's overhead (measured on the trusted comparators' rounds) explain."""
 CLOCK_GAP_SHARE = 0.35
 CLOCK_GAP_SLACK_MS = 2.0
-"""A round's unexplained time must exceed both this share of the time its calls took on the supervisor's clock
-(its wall time less the loop's own cost) and this many ms: the loop's own jitter (pipe, telemetry, the
-interpreter) never does."""
+"""A round's unexplained time must exceed both this share of its wall time and this many ms: the loop's
+own jitter (pipe, telemetry, the interpreter) never does."""
 CLOCK_CONFIRM_ROUNDS = 4
 """Fresh rounds (two pairs, both orders) a gap must be seen on again before it is flagged."""
 
@@ -146,11 +145,10 @@ def clock_gap(candidate_rounds, trusted_rounds) -> bool:
     if not candidate_rounds or not trusted_rounds:
         return False
     outside_per_call = statistics.median((wall - host) / max(1, calls) for wall, host, calls in trusted_rounds)
-    # The share is of the calls' own time, not of the round's: a yardstick whose loop costs more than the
-    # candidate's (on a CPU, a comparator's rounds ran ~3 ms a call over a sleeping candidate's) would otherwise
-    # shrink the share a forger shows below the rule's (fakes_samples_under_half.py passed 1 run in 3).
-    hidden = [wall - host - calls * outside_per_call
-              > max(CLOCK_GAP_SHARE * (wall - calls * outside_per_call), CLOCK_GAP_SLACK_MS)
+    # The share is of the round's wall time, the loop's cost included: that cost differs between two honest
+    # processes in proportion to itself (the native runner's ~2.8 ms a call between 90 us calls: a share of the
+    # calls' own time flagged an honest seed against itself on the H200, session 2026-12-03f).
+    hidden = [wall - host - calls * outside_per_call > max(CLOCK_GAP_SHARE * wall, CLOCK_GAP_SLACK_MS)
               for wall, host, calls in candidate_rounds]
     return sum(hidden) * 2 > len(hidden)
 
