@@ -42,6 +42,11 @@ EXTENSION_GLOB = "_vllm_fa3_C*.so"
 PINNED = {"2.11": "0.26.0"}
 """torch minor -> the vllm release whose wheel is built against it (README: which vllm for which torch)."""
 
+WINDOW_TILE_ROWS = 128
+"""Probed on the H200 (benchmarks/vllm_window_probe.py, session 2026-12-03f): with a window on both sides,
+non-causal, vllm 0.26.0's FA3 attends one key past the right edge on query rows at the start of a 128-row
+tile (rows 640, 768, ..., 1152 on every failing row; every other row matches the exact window)."""
+
 MAX_SINK_HEADS = 64
 """mha_fwd: "We only support query heads <= 64 with S aux"."""
 
@@ -161,6 +166,9 @@ class Adapter(AdapterBase):
         dims = supported_head_dims(sc)
         if not dims.ok:
             return dims
+        if not sc.causal and fa_window(sc)[1] >= 0:
+            return no(f"non-causal windows with a right edge: vllm 0.26.0's FA3 takes one key past it on rows "
+                      f"at {WINDOW_TILE_ROWS}-row tile starts (max |err| 0.16 on the H200; vllm_window_probe.py)")
         if sc.sinks and sc.heads_q > MAX_SINK_HEADS:
             return no(f"sinks (s_aux) need <= {MAX_SINK_HEADS} query heads ({sc.heads_q})")
         if sc.sinks and sc.head_dim_qk != sc.head_dim_v:
