@@ -58,8 +58,6 @@ PEAK_KEY_FRACTION = 1 / 4096
 PEAK_CHANNEL_VALUE = 32.0  # the outlier keys' massive channel; bulk K elements are N(0, 1)
 
 
-_MIX = (0x9E3779B97F4A7C15 - 2**64, 0xBF58476D1CE4E5B9 - 2**64, 0x94D049BB133111EB - 2**64)
-_FINGERPRINT_CHUNK = 1 << 22
 
 
 def input_fingerprint(inputs: Inputs, key: int) -> dict[str, int]:
@@ -67,6 +65,8 @@ def input_fingerprint(inputs: Inputs, key: int) -> dict[str, int]:
     live): sum_i w_i * mix(i ^ key) mod 2^64, i counting words over all inputs. Unlike a plain sum, it
     changes when words are permuted, and without the key (the supervisor's) no rewrite can keep it."""
     import torch
+
+    from solbench.supervisor.fingerprint import word_sum
 
     names, sums, offset = [], [], 0
     for name in INPUT_FIELDS:
@@ -78,14 +78,7 @@ def input_fingerprint(inputs: Inputs, key: int) -> dict[str, int]:
         words = flat[:whole].view(torch.int32)
         if whole < flat.numel():  # the last bytes, zero-padded to one more word (a copy of 1-3 bytes)
             words = torch.cat([words, torch.cat([flat[whole:], flat.new_zeros(4 - flat.numel() + whole)]).view(torch.int32)])
-        total = torch.zeros((), dtype=torch.int64, device=words.device)
-        for start in range(0, words.numel(), _FINGERPRINT_CHUNK):  # bounded temporaries (int64: 8 B a word)
-            chunk = words[start:start + _FINGERPRINT_CHUNK].to(torch.int64)
-            first = offset + start
-            m = (torch.arange(first, first + chunk.numel(), device=chunk.device, dtype=torch.int64) ^ key) * _MIX[0]
-            m = (m ^ (m >> 31)) * _MIX[1]  # int64 products wrap: arithmetic mod 2^64
-            m = (m ^ (m >> 29)) * _MIX[2]
-            total += (chunk * m).sum()
+        total = word_sum(words, offset, key)
         names.append(name)
         sums.append(total)
         offset += words.numel()
