@@ -11,6 +11,7 @@ inputs, done twice per candidate copy), where the fused pass reads each word onc
 from __future__ import annotations
 
 import functools
+import secrets
 
 MIX = (0x9E3779B97F4A7C15 - 2**64, 0xBF58476D1CE4E5B9 - 2**64, 0x94D049BB133111EB - 2**64)
 """splitmix64's constants as int64 (torch and Triton multiply int64 with wrap-around, i.e. mod 2^64)."""
@@ -37,11 +38,11 @@ def _fused_agrees(device_index: int) -> bool:
 
     if _triton_kernel() is None:
         return False
-    try:
-        gen = torch.Generator(device=f"cuda:{device_index}").manual_seed(0x51BE)
-        words = torch.randint(-2**31, 2**31, (3 * BLOCK + 5,), dtype=torch.int32, device=f"cuda:{device_index}",
-                              generator=gen)
-        cases = [(0, 0), (1, 7), (3 * 2**31 + 5, 2**62 - 1)]
+    try:  # a sample nobody can know in advance: a planted build that special-cased a fixed one would pass it
+        gen = torch.Generator(device=f"cuda:{device_index}").manual_seed(secrets.randbits(62))
+        words = torch.randint(-2**31, 2**31, (3 * BLOCK + 1 + secrets.randbelow(BLOCK),), dtype=torch.int32,
+                              device=f"cuda:{device_index}", generator=gen)
+        cases = [(0, 0), (secrets.randbits(33), secrets.randbits(62)), (secrets.randbits(20), 2**62 - 1)]
         return all(int(_fused(words, o, k)) == int(_chunked(words, o, k)) for o, k in cases)
     except Exception:  # noqa: BLE001 - any failure to build or run means: not this pass
         return False
