@@ -94,11 +94,13 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-planted", action="store_true")
     ap.add_argument("--runners", action="store_true", help="the seed timed through the native runner against the "
                     "seed timed through the Python host (and each runner against itself): no bias beyond A/A noise")
+    ap.add_argument("--runner-pairs", default="native-python,python-python,native-native",
+                    help="with --runners: which candidate-comparator runner pairs, comma-separated")
     ap.add_argument("--fast", metavar="BASELINE", help="also an A/A of this baseline against itself (e.g. fa3)")
     args = ap.parse_args(argv)
     rows = []
     if args.runners:
-        for cand, seed in (("native", "python"), ("python", "python"), ("native", "native")):
+        for cand, seed in (pair.split("-") for pair in args.runner_pairs.split(",")):
             rows.append(experiment(str(SEED), args, f"aa-{cand}-vs-{seed}", runner=cand, seed_runner=seed))
     elif not args.skip_aa:
         rows.append(experiment(str(SEED), args, "aa-seed"))

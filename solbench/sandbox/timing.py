@@ -2,7 +2,8 @@
 
 One timed iteration on CUDA, in order (each step's reason in `Timer._iterate`):
 
-    flush L2 (write >= 2x L2) -> wait for it -> t0 -> [cover] -> start event -> call() -> end event
+    flush L2 (TimingPolicy.l2_flush: read >= 2x L2 by default) -> wait for it -> t0 -> [cover] -> start event
+    -> call() -> end event
     -> synchronize the whole device -> t1
 
 `device_ms` = start->end event time; `host_ms` = t1 - t0. A call that leaves work on another stream
