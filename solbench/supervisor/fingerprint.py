@@ -4,9 +4,10 @@ after each timed round (solbench.supervisor.inputs.input_fingerprint):
     sum_i w_i * mix(i ^ key)  mod 2^64,    mix = splitmix64's finaliser, i counting words over all inputs.
 
 On a CUDA device with Triton it is one fused pass over the words, used once it has given the torch form's
-value on a sample in this process; elsewhere the chunked torch computation (tests/test_fingerprint_gpu.py). The torch form makes ~10 int64 passes over 8-byte
-temporaries: on the H200 that was most of a large scenario's time between rounds (~0.1 s a round per GB of
-inputs, done twice per candidate copy), where the fused pass reads each word once."""
+value on a sample in this process; elsewhere the chunked torch computation (tests/test_fingerprint_gpu.py).
+The torch form makes ~10 int64 passes over 8-byte temporaries: on the H200 that was most of a large scenario's
+time between rounds (~0.1 s a round per GB of inputs, done twice per candidate copy), where the fused pass
+reads each word once."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def _triton_kernel():
     except ImportError:
         return None
 
-    @triton.jit
+    @triton.jit(do_not_specialize=["n", "offset", "key"])  # one build for every size, offset and key
     def fingerprint_kernel(words_ptr, partial_ptr, n, offset, key, mix0, mix1, mix2, BLOCK: tl.constexpr):
         pid = tl.program_id(0)
         j = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)

@@ -58,8 +58,6 @@ PEAK_KEY_FRACTION = 1 / 4096
 PEAK_CHANNEL_VALUE = 32.0  # the outlier keys' massive channel; bulk K elements are N(0, 1)
 
 
-
-
 def input_fingerprint(inputs: Inputs, key: int) -> dict[str, int]:
     """Per input tensor, a keyed, position-dependent hash of its 32-bit words (computed where the tensors
     live): sum_i w_i * mix(i ^ key) mod 2^64, i counting words over all inputs. Unlike a plain sum, it
