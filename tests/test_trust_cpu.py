@@ -21,8 +21,9 @@ EXPECTED = {p.name: set(m.group(1).split(" or ")) for p in sorted(CORPUS.glob("*
 
 
 def _run(candidate, tmp_path, n=2, **kw):
-    return run(RunConfig(candidate=str(candidate), suite="smoke", device="cpu", policy=QUICK,
-                         out_dir=tmp_path, max_scenarios=n, seed=None, **kw))
+    kw = {"policy": QUICK, "seed": None, **kw}
+    return run(RunConfig(candidate=str(candidate), suite="smoke", device="cpu", out_dir=tmp_path, max_scenarios=n,
+                         **kw))
 
 
 def test_every_cheat_in_the_corpus_names_its_expected_status():
@@ -48,6 +49,27 @@ def test_content_memoisation_never_replays_a_timed_call(tmp_path, monkeypatch):
     timed = len(outcome.measurements["candidate"].samples_ms)
     # misses: the check, one per copy in warm-up, then every timed call; hits only in warm-up's repeats
     assert calls.count("miss") >= 1 + outcome.input_copies + timed
+
+
+def test_a_call_that_rewrites_another_copys_structure_is_caught(tmp_path):
+    """rewrites_idle_copies.py passed all of smoke with 4 input copies while the rounds refreshed values only."""
+    from dataclasses import replace
+
+    policy = replace(QUICK, rotate_inputs=4)
+    cheat = _run(CORPUS / "rewrites_idle_copies.py", tmp_path / "cheat", n=3, policy=policy)
+    assert [o.status for o in cheat.outcomes] == [Status.MISMATCH] * 3, [(o.status, o.reason) for o in cheat.outcomes]
+    assert all("was rewritten while it was not being called" in o.reason for o in cheat.outcomes)
+    honest = _run(CORPUS.parents[1] / "torch_attention.py", tmp_path / "honest", n=3, policy=policy)
+    assert [o.status for o in honest.outcomes] == [Status.PASSED] * 3, [(o.status, o.reason) for o in honest.outcomes]
+
+
+def test_the_structure_the_audit_keeps_is_every_input_but_the_values():
+    from solbench.core.tensors import INPUT_FIELDS
+    from solbench.supervisor.audit import STRUCTURE_FIELDS
+    from solbench.supervisor.inputs import VALUE_FIELDS
+
+    assert set(STRUCTURE_FIELDS) == set(INPUT_FIELDS) - set(VALUE_FIELDS)
+    assert not set(STRUCTURE_FIELDS) & set(VALUE_FIELDS)
 
 
 def test_a_permutation_of_the_inputs_changes_the_fingerprint_but_not_a_plain_sum():

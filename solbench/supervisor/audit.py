@@ -60,6 +60,9 @@ class TimedCopies:
     next_trial: int = 0
     """The next trial number to draw fresh contents from."""
     fingerprints: list[dict] = field(default_factory=list)
+    structures: list[dict] = field(default_factory=list)
+    """Per copy, the supervisor's private clones of its structure (offsets, page table, mask): never mapped by a
+    worker, so what a call does to another copy's structure is seen and undone before that copy is called."""
     key: int = 0
     outliers: int = 0
     """Elements outside the tolerance in every row sampled so far, and how many elements those rows hold."""
@@ -73,7 +76,7 @@ class TimedCopies:
         copies = [make_inputs(sc, trial=t, device=device, secret=secret) for t in range(1, 1 + count)]
         # Every round refills what it calls first and records the fingerprints then (before_round).
         return cls(sc, copies, audited, secret, rng, next_trial=1 + count, key=rng.getrandbits(62),
-                   fingerprints=[{} for _ in copies])
+                   fingerprints=[{} for _ in copies], structures=[private_structure(c) for c in copies])
 
     def order(self, r: int, n: int) -> list[int]:
         """The copies round r calls, each once: n of them, continuing the rotation of round r - 1."""
@@ -87,6 +90,13 @@ class TimedCopies:
         from solbench.supervisor.inputs import draw_values, input_fingerprint, refill
 
         for i in order:
+            # The values are drawn afresh; the structure must be as made. Every copy is mapped by its worker for
+            # the whole scenario, so a call could rewrite an idle copy's page table, offsets or mask (an empty
+            # mask: no work) and that copy's next fingerprint and reference would take it as given.
+            changed = restore_structure(self.copies[i], self.structures[i])
+            if changed and self.audited:
+                raise AuditFailure(Status.MISMATCH, f"the structure of input copy {i} ({', '.join(changed)}) was "
+                                                    f"rewritten while it was not being called")
             refill(self.copies[i], draw_values(self.sc, self.next_trial, str(self.copies[i].device), self.secret))
             self.next_trial += 1
             if self.audited:
@@ -171,6 +181,25 @@ def clock_rounds(clocked: dict, yardstick: list[str], claims_between: bool):
     trusted = [(w, h, c) for n in yardstick for w, h, c, _ in clocked[n]]
     cap = NATIVE_BETWEEN_CAP_MS if claims_between else 0.0
     return [(w, h + min(b, c * cap), c) for w, h, c, b in clocked["candidate"]], trusted
+
+
+STRUCTURE_FIELDS = ("cu_seqlens_q", "cu_seqlens_kv", "kv_lens", "page_table", "mask_bits")
+"""The input tensors that stay the same between rounds (solbench.supervisor.inputs.VALUE_FIELDS change)."""
+
+
+def private_structure(inp: Inputs) -> dict:
+    """Clones of the copy's structure tensors in the supervisor's own memory (shared with no worker)."""
+    return {name: t.clone() for name in STRUCTURE_FIELDS if (t := getattr(inp, name)) is not None}
+
+
+def restore_structure(inp: Inputs, structure: dict) -> list[str]:
+    """Write the structure back from its private clones; the names of the tensors that had changed."""
+    import torch
+
+    changed = [name for name, kept in structure.items() if not torch.equal(getattr(inp, name), kept)]
+    for name in changed:
+        getattr(inp, name).copy_(structure[name])
+    return changed
 
 
 def damaged_guards(inp: Inputs) -> str:
