@@ -3,8 +3,9 @@ after each timed round (solbench.supervisor.inputs.input_fingerprint):
 
     sum_i w_i * mix(i ^ key)  mod 2^64,    mix = splitmix64's finaliser, i counting words over all inputs.
 
-On a CUDA device with Triton it is one fused pass over the words, used once it has given the torch form's
-value on a sample in this process; elsewhere the chunked torch computation (tests/test_fingerprint_gpu.py).
+On a CUDA device with Triton, where the candidate is confined (Landlock), it is one fused pass over the words,
+used once it has given the torch form's value on a random sample in this process; elsewhere the chunked torch
+computation (tests/test_fingerprint_gpu.py).
 The torch form makes ~10 int64 passes over 8-byte temporaries: on the H200 that was most of a large scenario's
 time between rounds (~0.1 s a round per GB of inputs, done twice per candidate copy), where the fused pass
 reads each word once."""
@@ -13,13 +14,14 @@ from __future__ import annotations
 
 import functools
 import secrets
+import sys
 
 MIX = (0x9E3779B97F4A7C15 - 2**64, 0xBF58476D1CE4E5B9 - 2**64, 0x94D049BB133111EB - 2**64)
 """splitmix64's constants as int64 (torch and Triton multiply int64 with wrap-around, i.e. mod 2^64)."""
 CHUNK = 1 << 22
 """Words per step of the torch form: bounds its int64 temporaries (8 B a word)."""
 BLOCK = 4096
-"""Words per Triton program."""
+"""Words per Triton program (the one compile-time constant: the kernel is built once)."""
 
 
 def word_sum(words, offset: int, key: int):
@@ -37,7 +39,11 @@ def _fused_agrees(device_index: int) -> bool:
     Triton that fails to build or computes otherwise leaves the audit on the torch form."""
     import torch
 
-    if _triton_kernel() is None:
+    from solbench.sandbox.confine import abi_version
+
+    # The supervisor loads the kernel from Triton's cache: only a confined candidate cannot plant a build there
+    # (README: threat model); where none is, the torch form, which loads nothing.
+    if abi_version() < 1 or _triton_kernel() is None:
         return False
     try:  # a sample nobody can know in advance: a planted build that special-cased a fixed one would pass it
         gen = torch.Generator(device=f"cuda:{device_index}").manual_seed(secrets.randbits(62))
@@ -45,7 +51,9 @@ def _fused_agrees(device_index: int) -> bool:
                               device=f"cuda:{device_index}", generator=gen)
         cases = [(0, 0), (secrets.randbits(33), secrets.randbits(62)), (secrets.randbits(20), 2**62 - 1)]
         return all(int(_fused(words, o, k)) == int(_chunked(words, o, k)) for o, k in cases)
-    except Exception:  # noqa: BLE001 - any failure to build or run means: not this pass
+    except Exception as exc:  # noqa: BLE001 - any failure to build or run means: not this pass
+        print(f"solbench: the fused input fingerprint is not used ({type(exc).__name__}: {exc}); the torch form is",
+              file=sys.stderr)
         return False
 
 
@@ -71,7 +79,10 @@ def _fused(words, offset: int, key: int):
         return torch.zeros((), dtype=torch.int64, device=words.device)
     blocks = -(-n // BLOCK)
     partial = torch.empty(blocks, dtype=torch.int64, device=words.device)
-    _triton_kernel()[(blocks,)](words, partial, n, offset, key, MIX[0], MIX[1], MIX[2], BLOCK=BLOCK)
+    # Every scalar travels in one int64 tensor: Triton types a Python int by its value (i32 below 2^31) and
+    # builds the kernel again for each typing, which the self-check on a small sample would not have tried.
+    params = torch.tensor([n, offset, key, *MIX], dtype=torch.int64).to(words.device)
+    _triton_kernel()[(blocks,)](words, partial, params, BLOCK=BLOCK)
     return partial.sum()  # int64 sums wrap: mod 2^64, as the torch form's
 
 
@@ -81,18 +92,19 @@ def _triton_kernel():
     try:
         import triton
         import triton.language as tl
-    except ImportError:
+    except Exception:  # noqa: BLE001 - not importable here (or broken): the torch form
         return None
 
-    @triton.jit(do_not_specialize=["n", "offset", "key"])  # one build for every size, offset and key
-    def fingerprint_kernel(words_ptr, partial_ptr, n, offset, key, mix0, mix1, mix2, BLOCK: tl.constexpr):
-        pid = tl.program_id(0)
-        j = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    @triton.jit
+    def fingerprint_kernel(words_ptr, partial_ptr, params_ptr, BLOCK: tl.constexpr):
+        n, offset, key = tl.load(params_ptr), tl.load(params_ptr + 1), tl.load(params_ptr + 2)
+        mix0, mix1, mix2 = tl.load(params_ptr + 3), tl.load(params_ptr + 4), tl.load(params_ptr + 5)
+        j = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
         inside = j < n
         w = tl.load(words_ptr + j, mask=inside, other=0).to(tl.int64)  # sign-extended, as torch's .to(int64)
         m = ((j + offset) ^ key) * mix0  # the word's index over all inputs, as the torch form's arange
         m = (m ^ (m >> 31)) * mix1
         m = (m ^ (m >> 29)) * mix2
-        tl.store(partial_ptr + pid, tl.sum(w * m, axis=0))
+        tl.store(partial_ptr + tl.program_id(0), tl.sum(w * m, axis=0))
 
     return fingerprint_kernel
