@@ -65,8 +65,7 @@ def test_a_call_that_rewrites_another_copys_structure_is_caught(tmp_path):
 
 def test_the_structure_the_audit_keeps_is_every_input_but_the_values():
     from solbench.core.tensors import INPUT_FIELDS
-    from solbench.supervisor.audit import STRUCTURE_FIELDS
-    from solbench.supervisor.inputs import VALUE_FIELDS
+    from solbench.supervisor.inputs import STRUCTURE_FIELDS, VALUE_FIELDS
 
     assert set(STRUCTURE_FIELDS) == set(INPUT_FIELDS) - set(VALUE_FIELDS)
     assert not set(STRUCTURE_FIELDS) & set(VALUE_FIELDS)

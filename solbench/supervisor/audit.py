@@ -71,7 +71,7 @@ class TimedCopies:
     @classmethod
     def make(cls, sc: Scenario, count: int, device: str, secret: bytes, audited: bool,
              rng: random.Random) -> TimedCopies:
-        from solbench.supervisor.inputs import make_inputs
+        from solbench.supervisor.inputs import make_inputs, private_structure
 
         copies = [make_inputs(sc, trial=t, device=device, secret=secret) for t in range(1, 1 + count)]
         # Every round refills what it calls first and records the fingerprints then (before_round).
@@ -87,7 +87,7 @@ class TimedCopies:
         """Fresh contents and poisoned outputs for the copies the round calls, written just before it for
         every implementation alike (what was written last sits in L2 where a policy does not flush): a
         trial never used before, behind the same pointers."""
-        from solbench.supervisor.inputs import draw_values, input_fingerprint, refill
+        from solbench.supervisor.inputs import draw_values, input_fingerprint, refill, restore_structure
 
         for i in order:
             # The values are drawn afresh; the structure must be as made. Every copy is mapped by its worker for
@@ -181,25 +181,6 @@ def clock_rounds(clocked: dict, yardstick: list[str], claims_between: bool):
     trusted = [(w, h, c) for n in yardstick for w, h, c, _ in clocked[n]]
     cap = NATIVE_BETWEEN_CAP_MS if claims_between else 0.0
     return [(w, h + min(b, c * cap), c) for w, h, c, b in clocked["candidate"]], trusted
-
-
-STRUCTURE_FIELDS = ("cu_seqlens_q", "cu_seqlens_kv", "kv_lens", "page_table", "mask_bits")
-"""The input tensors that stay the same between rounds (solbench.supervisor.inputs.VALUE_FIELDS change)."""
-
-
-def private_structure(inp: Inputs) -> dict:
-    """Clones of the copy's structure tensors in the supervisor's own memory (shared with no worker)."""
-    return {name: t.clone() for name in STRUCTURE_FIELDS if (t := getattr(inp, name)) is not None}
-
-
-def restore_structure(inp: Inputs, structure: dict) -> list[str]:
-    """Write the structure back from its private clones; the names of the tensors that had changed."""
-    import torch
-
-    changed = [name for name, kept in structure.items() if not torch.equal(getattr(inp, name), kept)]
-    for name in changed:
-        getattr(inp, name).copy_(structure[name])
-    return changed
 
 
 def damaged_guards(inp: Inputs) -> str:

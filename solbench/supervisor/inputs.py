@@ -294,6 +294,25 @@ VALUE_FIELDS = ("q", "k", "v", "sinks", "q_descale", "k_descale", "v_descale")
 """The tensors whose values change between rounds; the structure (offsets, page table, mask) stays."""
 
 
+STRUCTURE_FIELDS = tuple(name for name in INPUT_FIELDS if name not in VALUE_FIELDS)
+"""The input tensors that stay the same between rounds: offsets, page table, mask."""
+
+
+def private_structure(inp: Inputs) -> dict:
+    """Clones of the copy's structure tensors in the supervisor's own memory (shared with no worker)."""
+    return {name: t.clone() for name in STRUCTURE_FIELDS if (t := getattr(inp, name)) is not None}
+
+
+def restore_structure(inp: Inputs, structure: dict) -> list[str]:
+    """Write the structure back from its private clones; the names of the tensors that had changed."""
+    import torch
+
+    changed = [name for name, kept in structure.items() if not torch.equal(getattr(inp, name), kept)]
+    for name in changed:
+        getattr(inp, name).copy_(structure[name])
+    return changed
+
+
 def refill(target: Inputs, values: dict) -> None:
     """Copy `values` (draw_values) into `target`'s tensors, keeping every pointer and the structure:
     libraries plan around the page table and offsets in bind."""
