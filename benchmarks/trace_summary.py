@@ -35,6 +35,23 @@ def clock_summary(paths: list[str]) -> list[str]:
             f"max {max(b for _, b in v):.3f} ({len(v)} scenarios)" for name, v in sorted(seen.items())]
 
 
+ROUNDS = re.compile(r"([\w.+-]+) prepare ([0-9.]+) requests ([0-9.]+) device ([0-9.]+) audit ([0-9.]+)")
+"""One implementation in a `[solbench rounds]` line: seconds its rounds spent preparing copies, in requests to
+its worker (of which the calls' device time), and auditing after them."""
+
+
+def rounds_summary(paths: list[str]) -> list[str]:
+    """Per implementation, the rounds' time totalled over scenarios: where a round goes beyond the calls."""
+    seen = defaultdict(lambda: [0.0] * 4)
+    for path in paths:
+        for line in open(path):
+            if line.startswith("[solbench rounds]"):
+                for name, *figures in ROUNDS.findall(line):
+                    seen[name] = [a + float(b) for a, b in zip(seen[name], figures)]
+    return [f"{name:<16} prepare {p:7.1f} s  requests {r:7.1f} s (device {d:7.1f} s, worker's own {r - d:6.1f} s)  "
+            f"audit {a:6.1f} s" for name, (p, r, d, a) in sorted(seen.items())]
+
+
 def phase(what: str) -> str:
     """'prefill-...-causal check fa4' -> 'check fa4'; 'rounds (4)' -> 'rounds'."""
     what = re.sub(r" \(\d+\)$", "", what)
@@ -65,6 +82,8 @@ def main(paths: list[str]) -> int:
     split = total.get("launcher split", 0.0)
     print(f"cut: the comparators' launcher split (recorded, never read; after the rounds, so no ratio moves): "
           f"about {split / 2:.0f} s of {split:.0f} s with one comparator, more with baselines (done)")
+    for line in rounds_summary(paths):
+        print("rounds: " + line)
     for line in clock_summary(paths):
         print("clock: " + line)
     warm = total.get("warm-up", 0.0)

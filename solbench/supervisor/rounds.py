@@ -14,7 +14,7 @@ from solbench.core.model import Measurement
 from solbench.core.policy import TimingPolicy
 from solbench.supervisor.python_worker import Worker, WorkerFailure
 from solbench.supervisor.audit import CLOCK_CONFIRM_ROUNDS, CLOCK_GAP, TimedCopies, clock_gap, clock_rounds
-from solbench.supervisor.trace import trace, trace_clock
+from solbench.supervisor.trace import trace, trace_clock, trace_rounds
 
 AUDITED_PART = 2
 """Calls of a round sent together, after their copies are made ready (time_interleaved): with two, no call of
@@ -86,10 +86,12 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
         # computes_ahead.py). Every implementation alike: the same requests a round, the same freshness in L2.
         parts, wall, host, between = [], 0.0, 0.0, 0.0
         for part in (order[i:i + AUDITED_PART] for i in range(0, len(order), AUDITED_PART)):
+            prepared = time.perf_counter()
             copies.before_round(part)
             sent = time.perf_counter()
             reply = ask(name, "round", {"order": part})
-            took_ms = (time.perf_counter() - sent) * 1e3  # before the checks below: their time is the supervisor's
+            returned = time.perf_counter()
+            took_ms = (returned - sent) * 1e3  # before the checks below: their time is the supervisor's
             if why := round_problem(reply, len(part)):
                 raise TimingFailure(name, WorkerFailure("tampered", f"malformed round reply: {why}"))
             host += sum(reply["host_ms"])
@@ -100,6 +102,11 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
                 wall += took_ms
             copies.after_round(part, r)
             parts.append(reply)
+            spend = spent[name]
+            spend[0] += sent - prepared
+            spend[1] += returned - sent
+            spend[2] += sum(reply["device_ms"]) / 1e3
+            spend[3] += time.perf_counter() - returned
         clocked[name].append((wall, host, len(order), between))  # the whole round, as the comparators' rounds
         return _joined(parts)
 
@@ -112,6 +119,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
     flags = {n: set() for n in workers}
     telemetry = {n: {} for n in workers}
     per_round = {n: [] for n in workers}
+    spent = {n: [0.0] * 4 for n in workers}  # seconds preparing, requesting (of which device), auditing (trace)
     clocked = {n: [] for n in workers}  # per round: (wall_ms on this process's clock, reported host_ms, calls,
     #                                      the native runner's reported time between calls, 0 for a Python host)
     start = time.perf_counter()
@@ -138,6 +146,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
         if may_stop and (tight or time.perf_counter() - start > policy.max_time_s):
             break
     t = trace(f"rounds ({r + 1})", t)
+    trace_rounds(spent)
     # The loop's own cost per call differs between the native runner and the Python host: the yardstick is
     # the comparators timed in the candidate's kind of process, where there are any.
     kind = _process_kind(workers["candidate"])

@@ -17,13 +17,25 @@ def trace(what: str, since: float) -> float:
     benchmarks/trace_summary.py totals them per phase."""
     now = time.perf_counter()
     if TRACE:
-        line = f"[solbench trace] {what}: {now - since:.3f} s"
-        if TRACE in ("1", "true", "yes"):
-            print(line, file=sys.stderr, flush=True)
-        else:
-            with open(TRACE, "a") as f:
-                print(line, file=f)
+        _emit(f"[solbench trace] {what}: {now - since:.3f} s")
     return now
+
+
+def _emit(line: str) -> None:
+    if TRACE in ("1", "true", "yes"):
+        print(line, file=sys.stderr, flush=True)
+    else:
+        with open(TRACE, "a") as f:
+            print(line, file=f)
+
+
+def trace_rounds(spent: dict) -> None:
+    """With SOLBENCH_TRACE set, where a scenario's rounds went per implementation, in seconds: preparing its
+    copies (refill, fingerprint, structure), its worker's requests (of which the calls' device time), and the
+    audit after them (the candidate's checks)."""
+    if TRACE:
+        _emit("[solbench rounds] " + "; ".join(
+            f"{n} prepare {p:.3f} requests {r:.3f} device {d:.3f} audit {a:.3f}" for n, (p, r, d, a) in spent.items()))
 
 
 def trace_clock(clocked: dict) -> None:
@@ -36,9 +48,4 @@ def trace_clock(clocked: dict) -> None:
     parts = [f"{n} {statistics.median((w - h - b) / max(1, c) for w, h, c, b in rounds):.3f}"
              f" (runner between calls {statistics.median(b / max(1, c) for _, _, c, b in rounds):.3f})"
              for n, rounds in clocked.items() if rounds]
-    line = "[solbench clock] unexplained ms per call: " + ", ".join(parts)
-    if TRACE in ("1", "true", "yes"):
-        print(line, file=sys.stderr, flush=True)
-    else:
-        with open(TRACE, "a") as f:
-            print(line, file=f)
+    _emit("[solbench clock] unexplained ms per call: " + ", ".join(parts))
