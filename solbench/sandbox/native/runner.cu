@@ -612,13 +612,12 @@ struct Timer {
     cudaEvent_t g0, spun, start, end;
     bool trace = getenv("SOLBENCH_RUNNER_TRACE") != nullptr;  // one stderr line per timed iteration
     bool settle = getenv("SOLBENCH_RUNNER_NO_SETTLE") == nullptr;  // (off only to measure what it buys)
-    // Experimental, off by default until an A/A on the H200 decides (benchmarks/runner_cover_experiment.sh):
-    // the cover sized from the host time between the spin's launch and the call's return (the open mark and the
-    // start event included, each slow under CUPTI), from timed iterations' history alone, and its clock rate
-    // observed from CUPTI's record of the spin rather than from events that also count the spin's launch delay.
-    // Without it the native runner timed the seed 0.7 % slower than the Python host on the geomean of `real`,
-    // +13 % on an 80 us decode (session 2026-12-03f): the start event fired before the call's launch arrived.
-    bool span_cover = getenv("SOLBENCH_RUNNER_SPAN_COVER") != nullptr;
+    // The cover is sized from the host time between the spin's launch and the call's return (the open mark and
+    // the start event included, each slow under CUPTI), from timed iterations' history alone, and its clock rate
+    // is observed from CUPTI's record of the spin, not from events that also count the spin's launch delay.
+    // Sized from the call's launch alone, the start event fired before the call's launch arrived: the seed timed
+    // 0.4 % slower than the Python host on `real` and +10 % on an 80 us decode (reports/timing-h200/
+    // session-2026-12-04g: span cover native-vs-python geomean 0.9999, p95 0.91 %).
     std::deque<double> launches, marked_launches;
     double host_floor_ms = 0, sync_floor_ms = 0, slack_ms = 0.02;
     size_t l2_bytes = 0;
@@ -688,7 +687,7 @@ struct Timer {
             cycles_per_ms = 0.8 * cycles_per_ms + 0.2 * (requested * cycles_per_ms / actual);
     }
 
-    std::deque<double>& launch_history(bool marked) { return span_cover && marked ? marked_launches : launches; }
+    std::deque<double>& launch_history(bool marked) { return marked ? marked_launches : launches; }
 
     double cover_for(bool marked) {
         double cap = cfg.launch_cover_ms;
@@ -761,13 +760,12 @@ struct Timer {
         double t1 = now_ms();
         if (err != cudaSuccess) fail_cuda("the candidate's call", err);
         std::deque<double>& history = launch_history(marked);
-        history.push_back(span_cover ? tr - ts : tr - tc);
+        history.push_back(tr - ts);
         if (history.size() > 32) history.pop_front();
         double held = elapsed(g0, start), spin_ms = elapsed(g0, spun);
-        if (cover_ms > 0 && !span_cover) observe_cover(cover_ms, spin_ms);
         Raw r{elapsed(start, end), t1 - t0, tr - tc, held, elapsed(g0, end), tr - t0, -1.0, 0.0, code, 0.0};
         if (marked) place_records(cupti_take(), cover_ms > 0, &r);
-        if (cover_ms > 0 && span_cover && r.spin_kernel_ms > 0) observe_cover(cover_ms, r.spin_kernel_ms);
+        if (cover_ms > 0 && r.spin_kernel_ms > 0) observe_cover(cover_ms, r.spin_kernel_ms);
         if (trace)
             fprintf(stderr, "iteration: cover asked %.4f spin %.4f held %.4f device %.4f launch %.4f host %.4f "
                     "spin issued %.4f open issued %.4f work %.4f outside %.4f late_open %.4f ms\n", cover_ms, spin_ms,
