@@ -21,7 +21,10 @@ found automatically) in the Python that runs it; torch may be the CPU build.
 
 After building it loads every module back through FlashInfer with FLASHINFER_DISABLE_JIT=1 (the load check).
 Measured here (2 cores): fa3-h2h needs 4 modules (fa2 and fa3, d64 and d128), 7.3 MiB, ~14 min to build
-(fa2 ~80 s, fa3 ~6 min each). Modules already in OUT are kept, so suites can be added one at a time.
+(fa2 ~80 s, fa3 ~6 min each); `hopper` needs 34 (fa2 ~50 s, fa3 ~220 s each here: about 90 minutes). Modules
+already in OUT are kept, so suites can be added one at a time. On a machine with more cores, `--parallel N
+--jobs 1` builds N modules at once (the GPU machine has 16 cores and nvcc: stage flashinfer there, then run
+this script before the recording).
 
 On the GPU machine: carry the folder and put it on PYTHONPATH, e.g.
     source /tmp/site/env.sh; export PYTHONPATH=$PWD/.fi-aot:$PYTHONPATH; bash benchmarks/h200_acceptance.sh record fa3-h2h
@@ -38,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,6 +252,8 @@ def main(argv=None) -> int:
     ap.add_argument("--arch", default="h200", help="solbench arch whose claims decide the modules (default h200)")
     ap.add_argument("--work", type=Path, help="FlashInfer build workspace (default: a temporary folder)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel nvcc jobs per module")
+    ap.add_argument("--parallel", type=int, default=1, help="modules built at once (e.g. 16 with --jobs 1 on a "
+                    "16-core machine: a module's own nvcc jobs keep few cores busy)")
     ap.add_argument("--list", action="store_true", help="print the modules and exit")
     ap.add_argument("--no-check", action="store_true", help="skip loading the modules back with JIT disabled")
     ap.add_argument("--load-check", action="store_true", help=argparse.SUPPRESS)  # the check's child process
@@ -300,16 +306,21 @@ def main(argv=None) -> int:
         return 0
 
     out.mkdir(parents=True, exist_ok=True)
-    for name, (key, spec, _) in specs.items():
+
+    def build(name, spec):
         dest = out / name / f"{name}.so"
         if dest.exists():
-            print(f"have   {name}")
-            continue
+            print(f"have   {name}", flush=True)
+            return
         t0 = time.time()
-        spec.build()
+        spec.build()  # ninja in a subprocess: modules build side by side in threads
         dest.parent.mkdir(exist_ok=True)
         shutil.copy2(spec.jit_library_path, dest)
         print(f"built  {name}  {dest.stat().st_size / 2**20:.1f} MiB in {time.time() - t0:.0f} s", flush=True)
+
+    with ThreadPoolExecutor(max(1, args.parallel)) as pool:
+        for done in [pool.submit(build, name, spec) for name, (_, spec, _) in specs.items()]:
+            done.result()
     (out / "flashinfer_jit_cache").mkdir(exist_ok=True)
     (out / "flashinfer_jit_cache" / "__init__.py").write_text(SHIM)
     modules = {n: k for n, k in prev.get("modules", {}).items() if n not in clashes}  # earlier suites' modules

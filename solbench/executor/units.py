@@ -136,13 +136,22 @@ class Agent:
 
         placement = here(self.ctx.executor, self.ctx.device, self.profile)
         started = time.perf_counter()
-        try:
-            outcome = evaluate(sc, self.workers, self.ctx.policy, self.ctx.device, self.ctx.timeout_s, self.bound_fn,
-                               self.supports, key)
-        except Exception as exc:  # torch.OutOfMemoryError, named so that torch is not imported here
-            if type(exc).__name__ != "OutOfMemoryError":
-                raise
-            outcome = supervisor_out_of_memory(sc, exc)
+        outcome = None
+        for retry in (False, True):
+            try:
+                outcome = evaluate(sc, self.workers, self.ctx.policy, self.ctx.device, self.ctx.timeout_s,
+                                   self.bound_fn, self.supports, key)
+                break
+            except Exception as exc:  # torch.OutOfMemoryError, named so that torch is not imported here
+                if type(exc).__name__ != "OutOfMemoryError":
+                    raise
+                outcome = supervisor_out_of_memory(sc, exc, retried=retry)
+                # Once more with every worker started afresh: a worker's own caching allocator, or a candidate
+                # that answered `release` but kept its mappings of earlier scenarios, holds device memory that
+                # only its end gives back (the driver unmaps a dead process's mappings).
+                for worker in self.workers.values():
+                    worker.stop(kill=True)
+                self.reaper.sweep()
         self.reaper.sweep({w.pid for w in self.workers.values() if w.pid})
         placement = replace(placement, wall_s=time.perf_counter() - started, attempt=attempt)
         return replace(outcome, placement=placement.to_dict())
@@ -154,9 +163,10 @@ class Agent:
         self.reaper.sweep()
 
 
-def supervisor_out_of_memory(sc: Scenario, exc: Exception) -> Outcome:
+def supervisor_out_of_memory(sc: Scenario, exc: Exception, retried: bool = False) -> Outcome:
     """The record of a scenario whose inputs or reference did not fit in the device's memory beside what the
-    workers hold: a machine error (`--retry-errors` evaluates it again); the run goes on to the next one."""
+    workers hold (`retried`: also once every worker was started afresh): a machine error (`--retry-errors`
+    evaluates it again); the run goes on to the next one."""
     import gc
 
     import torch
@@ -166,7 +176,8 @@ def supervisor_out_of_memory(sc: Scenario, exc: Exception) -> Outcome:
         torch.cuda.empty_cache()
     first = str(exc).splitlines()[0] if str(exc) else ""
     return Outcome(scenario_id=sc.id, scenario=sc.to_dict(), status=Status.RUNTIME_ERROR,
-                   reason=f"{SUPERVISOR_OUT_OF_MEMORY}: OutOfMemoryError: {first}")
+                   reason=f"{SUPERVISOR_OUT_OF_MEMORY}: OutOfMemoryError: {first}"
+                          + (" (again with every worker started afresh)" if retried else ""))
 
 
 def lost_outcome(sc: Scenario, why: str) -> Outcome:
