@@ -118,7 +118,6 @@ def test_an_agent_that_dies_costs_its_gpu_and_its_unit_is_dealt_again(tmp_path, 
 def test_a_unit_lost_twice_is_a_machine_error_and_no_gpu_left_ends_the_run(tmp_path, monkeypatch):
     from executor_fakes import DIE_ON, dying_agent
     from solbench.executor.local import LocalExecutor
-    from solbench.supervisor.runner import errored
 
     scenarios = list(load_suite("smoke").scenarios)[:2]
     monkeypatch.setenv(DIE_ON, f"0:{scenarios[0].id}")
