@@ -225,7 +225,7 @@ def test_out_of_memory_is_tried_again_with_fresh_workers(tmp_path, monkeypatch):
     """Device memory a worker keeps (its caching allocator, or a candidate that answered `release` but kept
     its mappings of earlier scenarios) comes back only when its process ends: on the supervisor's
     OutOfMemoryError every worker is stopped and the scenario evaluated once more, so such a worker costs
-    no scenario of the run."""
+    no scenario of the run; with new contents, so that a candidate that forced the retry replays nothing."""
     import solbench.supervisor.evaluate as evaluate_module
     from solbench.core.model import Status
     from solbench.executor.units import Agent
@@ -236,8 +236,11 @@ def test_out_of_memory_is_tried_again_with_fresh_workers(tmp_path, monkeypatch):
     real = evaluate_module.evaluate
     pids = []
 
+    keys = []
+
     def fails_once(sc, workers, *args, **kwargs):
         pids.append(workers["candidate"].pid)
+        keys.append(args[-1])
         if len(pids) == 1:
             raise OutOfMemoryError("CUDA out of memory. Tried to allocate 12.00 GiB.")
         return real(sc, workers, *args, **kwargs)
@@ -252,6 +255,7 @@ def test_out_of_memory_is_tried_again_with_fresh_workers(tmp_path, monkeypatch):
         agent.close()
     assert outcome.status is Status.PASSED, outcome.reason
     assert pids[0] and pids[1] is None and after and after != pids[0]  # stopped, then started by the retry
+    assert keys[0] == b"k" * 32 and keys[1] != keys[0]  # new contents: nothing of the first try to replay
 
 
 def test_gpus_on_a_one_gpu_machine_runs_inline(tmp_path, monkeypatch):

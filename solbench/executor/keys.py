@@ -26,6 +26,12 @@ def unit_key(secret: bytes, run_id: str, scenario_id: str, attempt: int) -> byte
     return hmac.new(secret, message, hashlib.sha256).digest()[:16]
 
 
+def retry_key(key: bytes) -> bytes:
+    """The contents key of an agent's own second try at a unit (after running out of device memory): new
+    contents, as for a retry on another GPU, so what a candidate stored of the first try replays nothing."""
+    return hmac.new(key, b"solbench unit retried after out of memory", hashlib.sha256).digest()[:16]
+
+
 def _canonical(doc: dict) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=True).encode()
 

@@ -131,16 +131,17 @@ class Agent:
 
     def evaluate(self, sc: Scenario, key: bytes, attempt: int = 1) -> Outcome:
         """The scenario's Outcome, with where it ran (Outcome.placement); inputs drawn from `key`."""
+        from solbench.executor.keys import retry_key
         from solbench.executor.placement import here
         from solbench.supervisor.evaluate import evaluate
 
         placement = here(self.ctx.executor, self.ctx.device, self.profile)
         started = time.perf_counter()
-        outcome = None
+        outcome, contents = None, key
         for retry in (False, True):
             try:
                 outcome = evaluate(sc, self.workers, self.ctx.policy, self.ctx.device, self.ctx.timeout_s,
-                                   self.bound_fn, self.supports, key)
+                                   self.bound_fn, self.supports, contents)
                 break
             except Exception as exc:  # torch.OutOfMemoryError, named so that torch is not imported here
                 if type(exc).__name__ != "OutOfMemoryError":
@@ -148,10 +149,13 @@ class Agent:
                 outcome = supervisor_out_of_memory(sc, exc, retried=retry)
                 # Once more with every worker started afresh: a worker's own caching allocator, or a candidate
                 # that answered `release` but kept its mappings of earlier scenarios, holds device memory that
-                # only its end gives back (the driver unmaps a dead process's mappings).
+                # only its end gives back (the driver unmaps a dead process's mappings). With new contents: the
+                # same ones would reward a candidate that kept what it saw (in /dev/shm) and then ran the
+                # supervisor out of memory on purpose, replaying its outputs in the second try.
                 for worker in self.workers.values():
                     worker.stop(kill=True)
                 self.reaper.sweep()
+                contents = retry_key(key)
         self.reaper.sweep({w.pid for w in self.workers.values() if w.pid})
         placement = replace(placement, wall_s=time.perf_counter() - started, attempt=attempt)
         return replace(outcome, placement=placement.to_dict())
