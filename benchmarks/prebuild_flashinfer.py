@@ -340,8 +340,9 @@ def main(argv=None) -> int:
         run_load_check(args, sm)
     print(f"\n{out}: {len(manifest['modules'])} module(s), {folder_mib(out):.1f} MiB (flashinfer {flashinfer.__version__}, "
           f"{PROVIDER_ARCH[sm]})")
+    where = rel if Path(rel).is_absolute() else f"$PWD/{rel}"  # outside the checkout: a folder of that machine
     print("On the GPU machine: carry it and put it on PYTHONPATH before anything imports flashinfer:\n"
-          f"    carry [\"{rel}\"]; command: source /tmp/site/env.sh; export PYTHONPATH=$PWD/{rel}:$PYTHONPATH; ...")
+          f"    carry [\"{rel}\"]; command: source /tmp/site/env.sh; export PYTHONPATH={where}:$PYTHONPATH; ...")
     return 0
 
 
