@@ -8,6 +8,7 @@ below 1) on nearly every scenario. Prints |ratio - 1| p50 / p95 / max, the geome
 many A/A CIs miss 1 (their real coverage), the detection rate and the wall time of each run.
 
     python benchmarks/ab_experiment.py --suite hopper [--fast fa3] [--filter ID_PART] [--max-scenarios N]
+        [--policy warmup_ms=30,launcher_budget_ms=60]   (a candidate policy: does it keep the A/A figures?)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from solbench.core.errors import ConfigError
-from solbench.core.policy import TimingPolicy
+from solbench.core.policy import TimingPolicy, with_overrides
 from solbench.supervisor.run_files import load_run
 from solbench.supervisor.runner import RunConfig, run
 from solbench.core.stats import geomean_ci, median, median_ci
@@ -37,7 +38,8 @@ def experiment(candidate: str, args, label: str, comparator: str = "seed", runne
     start = time.perf_counter()
     baselines = () if comparator == "seed" else (comparator,)
     folder = Path(args.out) / label
-    config = RunConfig(candidate=candidate, suite=args.suite, baselines=baselines, policy=TimingPolicy(),
+    policy = with_overrides(TimingPolicy(), args.policy)
+    config = RunConfig(candidate=candidate, suite=args.suite, baselines=baselines, policy=policy,
                        seed="default" if comparator == "seed" else None, out_dir=folder,
                        filter=args.filter, max_scenarios=args.max_scenarios, runner=runner, seed_runner=seed_runner)
     previous = load_run(folder) if (folder / "results.json").exists() else None
@@ -97,6 +99,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runner-pairs", default="native-python,python-python,native-native",
                     help="with --runners: which candidate-comparator runner pairs, comma-separated")
     ap.add_argument("--fast", metavar="BASELINE", help="also an A/A of this baseline against itself (e.g. fa3)")
+    ap.add_argument("--policy", metavar="K=V,...", help="overrides of the default timing policy (as solbench run "
+                    "--policy): try a cut in wall time against the A/A and planted figures before making it the default")
     args = ap.parse_args(argv)
     rows = []
     if args.runners:

@@ -12,8 +12,11 @@ spec.loader.exec_module(ab)
 
 
 def test_cpu_aa_rows_and_report(tmp_path):
-    args = argparse.Namespace(suite="smoke", filter=None, max_scenarios=2, out=str(tmp_path))
+    args = argparse.Namespace(suite="smoke", filter=None, max_scenarios=2, out=str(tmp_path), policy="warmup_ms=7")
     row = ab.experiment(str(ROOT / "reference_kernels" / "torch_attention.py"), args, "aa-seed")
+    from solbench.supervisor.run_files import load_run
+
+    assert load_run(tmp_path / "aa-seed").policy["warmup_ms"] == 7  # the policy tried is the one recorded
     assert (row["scenarios"], row["timed"], row["failed"]) == (2, 2, 0)
     assert 0 <= row["p50_pct"] <= row["p95_pct"] <= row["max_pct"]
     assert row["ci"][0] <= row["geomean"] <= row["ci"][1]
