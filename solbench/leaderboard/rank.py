@@ -53,6 +53,8 @@ Rules (each board is one suite on one arch and GPU model):
 
 from __future__ import annotations
 
+from collections import Counter
+
 from dataclasses import asdict, dataclass, fields, replace
 from itertools import groupby
 
@@ -292,7 +294,11 @@ def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator
                            + ", ".join(missing[:REASON_SCENARIOS_SHOWN]) + (" ..." if len(missing) > REASON_SCENARIOS_SHOWN else ""))
         elif len(timed) < MIN_RANKED_COVERAGE * len(denoms):
             narrow = True
-            reasons.append(f"covers {len(timed)} of {len(denoms)} scored scenarios; ranking needs at least half")
+            why = "; ranking needs at least half"
+            declined = Counter(r.reason for r in rows if r.speedup is None and r.reason)
+            if not timed and declined:  # a library that claims none of the board: say why (its adapter's reason)
+                why = f"; declines every one: {declined.most_common(1)[0][0]}"
+            reasons.append(f"covers {len(timed)} of {len(denoms)} scored scenarios{why}")
     own = _view([_samples(e, r) for r in timed], confidence) if timed and not wrong else None
     sols = [r.sol_pct for r in rows if r.sol_pct]
     return Standing(e, None, False, None, None, None, geomean(sols) if sols and not wrong else None,

@@ -36,7 +36,7 @@ def recorded_entries(runs: list[RunResult]) -> list[Entry]:
             when = str(run.environment.get("collected_at", ""))
             if i == 0 and seed_impl(run) == CANDIDATE:
                 entries.append(Entry.from_result(run, CANDIDATE, SEED_ENTRY, AUTHOR, when))
-            for impl in sorted({n for o in run.outcomes for n in o.measurements} - set(NOT_BASELINES) - taken):
+            for impl in sorted({n for o in run.outcomes for n in (*o.measurements, *o.comparators)} - set(NOT_BASELINES) - taken):
                 entries.append(Entry.from_result(run, impl, current_name(impl), AUTHOR, when))
                 taken.add(impl)
     return entries
