@@ -187,3 +187,20 @@ def test_a_recorded_library_that_declines_every_scenario_is_on_the_board_with_wh
     assert cli.main(["leaderboard", "show", "--recorded", "--arch", "h200", "--suite", "rtx3080-mask", "--markdown"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| vllm-fa3 |"))
     assert "covers 0 of 15 scored scenarios; declines every one: not supported: no custom bitmask" in row
+
+
+def test_entries_judged_under_another_error_budget_are_not_ranked(capsys):
+    """A looser budget passes what a tighter one fails, so a board ranks only runs judged under its baseline
+    run's budget (as `solbench check` refuses two runs of different budgets), and that run is one judged under
+    this solbench's budget where there is one: on the recorded `fa3-h2h`, the libraries of the run recorded
+    before budget ids are listed apart, vllm-fa3's own run (today's budget) gives the denominators."""
+    from solbench.front import cli
+
+    import json
+
+    assert cli.main(["leaderboard", "show", "--recorded", "--arch", "h200", "--suite", "fa3-h2h", "--json"]) == 0
+    (board,) = json.loads(capsys.readouterr().out)
+    assert board["baseline_run_id"] == "rec-fa3-h2h+vllm"
+    assert [(s["entry"]["name"], s["rank"]) for s in board["ranked"]][0] == ("vllm-fa3", 1)
+    apart = {s["entry"]["name"]: s["reason"] for s in board["apart"]}
+    assert "judged under error budget 'seed-x8+atol/1', the board's baselines under 'seed-emulated/2'" in apart["fa4"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solbench.core.model import RunResult, Status
+from solbench.core.model import ERROR_BUDGET, RunResult, Status
 from solbench.core.stats import median
 from solbench.leaderboard.entry import CANDIDATE, Entry, gpu_model, major_version, observe, solbench_version
 from solbench.supervisor.runner import DEFAULT_SEED
@@ -33,7 +33,8 @@ def choose_baseline_run(runs: list[RunResult], suite_hash: str, gpu: str, major:
     """The recorded run the denominators come from (rule in the module docstring), or None."""
     matching = [r for r in runs if r.suite_hash == suite_hash and gpu_model(r.environment, r.arch) == gpu
                 and major_version(solbench_version(r.environment)) == major]
-    return max(matching, key=lambda r: (len(baseline_names(r)), r.complete, r.run_id), default=None)
+    return max(matching, key=lambda r: (r.error_budget == ERROR_BUDGET, len(baseline_names(r)), r.complete, r.run_id),
+               default=None)
 
 
 def baseline_names(run: RunResult) -> list[str]:

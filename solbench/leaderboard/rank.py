@@ -3,14 +3,17 @@
 Rules (each board is one suite on one arch and GPU model):
 
 - Comparable: an entry ranks only when its suite hash equals the shipped suite's hash
-  (`reference_hashes`) and it was made by the same solbench major version as the one ranking. Others
-  are listed apart with the reason ("suite hash differs ...: made with an edited suite"). Different GPU
-  models, arches or suites are different boards, never one ranking.
+  (`reference_hashes`), it was made by the same solbench major version as the one ranking, and its run
+  was judged under the same error budget as the baseline run (RunResult.error_budget: a looser budget
+  passes what a tighter one fails, as `solbench check` refuses too). Others are listed apart with the
+  reason ("suite hash differs ...: made with an edited suite"). Different GPU models, arches or suites
+  are different boards, never one ranking.
 - Fixed denominator: per scenario, the median time of the fastest baseline library that passed its own
   check in the recorded baseline run (a RunResult under `baselines/<arch>/`); where no baseline passed
   a scenario, the seed's median in that run (its 'seed' comparator, or its candidate when that is the
   shipped seed kernel, as in the recorded runs). The run is chosen by `choose_baseline_run`: same suite
-  hash, GPU model and solbench major; the one timing the most baseline libraries first (a run of one or
+  hash, GPU model and solbench major; one judged under this solbench's error budget first; then the one
+  timing the most baseline libraries (a run of one or
   two more libraries beside the seed gives entries, not the denominators); then complete runs; then the
   newest run id (run ids start with a UTC timestamp). Scenarios without any denominator are left out
   of every entry's score alike: the others are the board's scored scenarios.
@@ -220,8 +223,8 @@ def build_boards(entries: list[Entry], baseline_runs: list[RunResult], reference
         ref_hash = reference_hashes.get(suite, "")
         run = choose_baseline_run(baseline_runs, ref_hash, gpu, major) if ref_hash else None
         denoms = denominators(run) if run else {}
-        standings = [_standing(e, ref_hash, major, denoms, arch, confidence, run.policy if run else None)
-                     for e in group]
+        standings = [_standing(e, ref_hash, major, denoms, arch, confidence, run.policy if run else None,
+                               run.error_budget if run else None) for e in group]
         note = ""
         if run and run.scenario_count > len(denoms):
             note = (f"denominators for {len(denoms)} of {run.scenario_count} scenarios; "
@@ -248,10 +251,13 @@ def _incomparable(e: Entry, ref_hash: str, major: str) -> list[str]:
 
 
 def _standing(e: Entry, ref_hash: str, major: str, denoms: dict[str, Denominator], arch: str,
-              confidence: float, base_policy: dict | None = None) -> Standing:
+              confidence: float, base_policy: dict | None = None, base_budget: str | None = None) -> Standing:
     """The entry on its own: its scenarios, own score and coverage, or why it cannot rank (the common set
     and the weighted view need the whole board: _rank_views)."""
     reasons = _incomparable(e, ref_hash, major)
+    if base_budget is not None and e.result.error_budget != base_budget:
+        reasons.append(f"judged under error budget {e.result.error_budget!r}, the board's baselines under "
+                       f"{base_budget!r}: record it again with this solbench")
     differ = measuring_differences(base_policy or {}, e.result.policy)
     if differ:
         reasons.append(f"timed differently from the recorded baselines ({', '.join(differ)})")

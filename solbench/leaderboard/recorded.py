@@ -4,8 +4,8 @@ Each recorded run (`baselines/<arch>/<suite>[+TAG].json`, shipped with solbench)
 candidate beside baseline libraries. The seed and every library it timed become entries, as
 `solbench leaderboard add RUN --impl NAME` would make them; nothing is stored, so a fresh clone or a
 wheel shows the same boards as the committed `reports/leaderboard-h200/`. A library timed in several
-runs of one suite enters once, from the run timing the most libraries (the one the denominators come
-from, see rank.choose_baseline_run). A library is named as its adapter is today: a run recorded before
+runs of one suite enters once, from the run judged under this solbench's error budget and timing the most
+libraries (the one the denominators come from, see rank.choose_baseline_run). A library is named as its adapter is today: a run recorded before
 vllm-fa3 existed calls fa3-fwd 'fa3' (solbench.baselines.RENAMED); its entry is 'fa3-fwd'.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from itertools import groupby
 
 from solbench.baselines import current_name
-from solbench.core.model import RunResult
+from solbench.core.model import ERROR_BUDGET, RunResult
 from solbench.leaderboard.entry import CANDIDATE, Entry, gpu_model
 from solbench.leaderboard.denominators import NOT_BASELINES, baseline_names, seed_impl
 
@@ -28,7 +28,7 @@ def recorded_entries(runs: list[RunResult]) -> list[Entry]:
     def board(run: RunResult) -> tuple[str, str, str]:
         return run.suite, run.arch, gpu_model(run.environment, run.arch)
 
-    ordered = sorted(runs, key=lambda r: (board(r), -len(baseline_names(r)), r.run_id))
+    ordered = sorted(runs, key=lambda r: (board(r), r.error_budget != ERROR_BUDGET, -len(baseline_names(r)), r.run_id))
     entries = []
     for _, group in groupby(ordered, key=board):
         taken: set[str] = set()
