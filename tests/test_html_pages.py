@@ -17,6 +17,7 @@ import pytest
 import headless
 from headless import browser  # noqa: F401 (a fixture)
 from recorded import HOPPER_RUN, recorded_boards
+from solbench.baselines import current_name
 from solbench.leaderboard.html import style_key, write_site
 from solbench.report.gap_report import SOL_CHART_LIMIT, timed_points
 from solbench.report.plots import impl_style, sol_percent_table
@@ -142,13 +143,15 @@ def test_leaderboard_fits_and_draws_each_library_alike_on_every_board(browser, l
         swatches = {s["impl"]: s["color"] for s in layout["swatches"] if s["board"] == f"board-{b}"}
         assert swatches == {style_key(s.entry): headless.css_rgb(impl_style(style_key(s.entry)).color)
                             for s in board.ranked + board.narrow}
-        drawn = {style_key(s.entry) for s in board.standings if s.own is not None and not s.wrong}
+        # by today's names: a run recorded before vllm-fa3 calls fa3-fwd 'fa3', one recorded since 'fa3-fwd'
+        drawn = {current_name(style_key(s.entry)) for s in board.standings if s.own is not None and not s.wrong}
         colors = embedded_colors(page, f"roofline-{b}")
-        for impl in ("fa3", "fa4", "cudnn", "seed", "flex", "sdpa-efficient"):
+        for impl in ("fa3-fwd", "vllm-fa3", "fa4", "cudnn", "seed", "flex", "sdpa-efficient"):
             found = pixels_near(colors, over_white(headless.rgb(impl_style(impl).color), ROOFLINE_ALPHA))
             assert (found > 20) == (impl in drawn), (board.suite, impl, found)
-    ranks = {board.suite: [style_key(s.entry) for s in board.ranked].index("flex") for board in boards}
-    assert ranks["hopper-d128"] != ranks["real"]  # flex ranks differently on the two boards, yet looks the same
+    # Different libraries lead the two boards (flashinfer-fa2 on hopper-d128, vllm-fa3 on real), so colours dealt
+    # by place instead of by library would fail the swatch check above.
+    assert len({style_key(board.ranked[0].entry) for board in boards}) == len(boards)
 
 
 def test_a_run_whose_first_scenario_failed_still_writes_its_reports(tmp_path):

@@ -100,5 +100,5 @@ def test_leaderboard_boards_fit():
 
     boards = recorded_boards()
     text = render(boards)
-    assert widest(text) <= WIDTH and "not ranked:" in text  # real's cudnn entry, with a reason of ~1500 chars
-    assert widest(render(boards, wide=True)) > 1000
+    assert widest(text) <= WIDTH and "not ranked:" in text  # reasons of 100-200 characters, wrapped
+    assert widest(render(boards, wide=True)) > WIDTH  # --wide: every row whole, one line
