@@ -256,6 +256,39 @@ def test_out_of_memory_is_tried_again_with_fresh_workers(tmp_path, monkeypatch):
     assert outcome.status is Status.PASSED, outcome.reason
     assert pids[0] and pids[1] is None and after and after != pids[0]  # stopped, then started by the retry
     assert keys[0] == b"k" * 32 and keys[1] != keys[0]  # new contents: nothing of the first try to replay
+    assert "ran out of device memory" in outcome.placement["retried"]  # the record says it took two tries
+    assert agent.workers["candidate"].prepares >= 1  # the real evaluation gave it contents, and it was counted
+
+
+def test_out_of_memory_after_the_candidate_had_the_contents_is_not_tried_again(tmp_path, monkeypatch):
+    """Review h: a candidate that knows it fails a scenario (it can compute the reference itself) could fill the
+    device and let the supervisor run out of memory, for a new draw. Once it was given the scenario's contents,
+    running out of memory ends the scenario as a machine error that neither the run nor --retry-errors
+    evaluates again (never passed, never counted as wrong)."""
+    import solbench.supervisor.evaluate as evaluate_module
+    from solbench.core.model import AFTER_CONTENTS, Status
+    from solbench.executor.units import Agent
+    from solbench.supervisor.runner import errored
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    calls = []
+
+    def fills_after_prepare(sc, workers, *args, **kwargs):
+        calls.append(sc.id)
+        workers["candidate"].prepares += 1  # as a 'prepare' request does: the candidate now holds the contents
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB.")
+
+    monkeypatch.setattr(evaluate_module, "evaluate", fills_after_prepare)
+    agent = Agent(_ctx(tmp_path, arch="cpu"))
+    try:
+        agent.load()
+        outcome = agent.evaluate(load_suite("smoke").scenarios[0], b"k" * 32)
+    finally:
+        agent.close()
+    assert len(calls) == 1 and outcome.status is Status.RUNTIME_ERROR and AFTER_CONTENTS in outcome.reason
+    assert not errored(outcome) and outcome.placement["retried"] == ""
 
 
 def test_gpus_on_a_one_gpu_machine_runs_inline(tmp_path, monkeypatch):

@@ -41,6 +41,8 @@ class Placement:
     """Wall seconds the unit took on its GPU (all implementations, check and timing)."""
     attempt: int = 1
     """1, or more when an earlier attempt was lost with its GPU or agent and the unit was dealt again."""
+    retried: str = ""
+    """Why this attempt evaluated the scenario a second time (the first try's reason), '' when it did not."""
 
     def to_dict(self) -> dict:
         return asdict(self)

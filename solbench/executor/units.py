@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from solbench.core.model import SUPERVISOR_OUT_OF_MEMORY, Outcome, Status
+from solbench.core.model import AFTER_CONTENTS, SUPERVISOR_OUT_OF_MEMORY, Outcome, Status
 from solbench.core.policy import TimingPolicy
 from solbench.core.scenario import Scenario
 from solbench.sandbox.impls import ImplSpec
@@ -137,8 +137,9 @@ class Agent:
 
         placement = here(self.ctx.executor, self.ctx.device, self.profile)
         started = time.perf_counter()
-        outcome, contents = None, key
-        for retry in (False, True):
+        candidate, contents, retried = self.workers["candidate"], key, ""
+        while True:
+            given = candidate.prepares
             try:
                 outcome = evaluate(sc, self.workers, self.ctx.policy, self.ctx.device, self.ctx.timeout_s,
                                    self.bound_fn, self.supports, contents)
@@ -146,18 +147,20 @@ class Agent:
             except Exception as exc:  # torch.OutOfMemoryError, named so that torch is not imported here
                 if type(exc).__name__ != "OutOfMemoryError":
                     raise
-                outcome = supervisor_out_of_memory(sc, exc, retried=retry)
-                # Once more with every worker started afresh: a worker's own caching allocator, or a candidate
-                # that answered `release` but kept its mappings of earlier scenarios, holds device memory that
-                # only its end gives back (the driver unmaps a dead process's mappings). With new contents: the
-                # same ones would reward a candidate that kept what it saw (in /dev/shm) and then ran the
-                # supervisor out of memory on purpose, replaying its outputs in the second try.
+                seen = candidate.prepares != given
+                outcome = supervisor_out_of_memory(sc, exc, retried=bool(retried), seen=seen)
+                # Every worker ends: memory a worker keeps (its caching allocator, or mappings of earlier
+                # scenarios a candidate kept past `release`) comes back only with its process.
                 for worker in self.workers.values():
                     worker.stop(kill=True)
                 self.reaper.sweep()
-                contents = retry_key(key)
+                if retried or seen:
+                    break
+                # Once more, with new contents, only while the candidate has seen none of this scenario: a
+                # candidate that knew it failed could otherwise fill the device for a new draw.
+                retried, contents = outcome.reason, retry_key(key)
         self.reaper.sweep({w.pid for w in self.workers.values() if w.pid})
-        placement = replace(placement, wall_s=time.perf_counter() - started, attempt=attempt)
+        placement = replace(placement, wall_s=time.perf_counter() - started, attempt=attempt, retried=retried)
         return replace(outcome, placement=placement.to_dict())
 
     def close(self) -> None:
@@ -167,10 +170,11 @@ class Agent:
         self.reaper.sweep()
 
 
-def supervisor_out_of_memory(sc: Scenario, exc: Exception, retried: bool = False) -> Outcome:
+def supervisor_out_of_memory(sc: Scenario, exc: Exception, retried: bool = False, seen: bool = False) -> Outcome:
     """The record of a scenario whose inputs or reference did not fit in the device's memory beside what the
-    workers hold (`retried`: also once every worker was started afresh): a machine error (`--retry-errors`
-    evaluates it again); the run goes on to the next one."""
+    workers hold (`retried`: also once every worker was started afresh): a machine error, which `--retry-errors`
+    evaluates again unless the candidate had been given the scenario's contents (`seen`, AFTER_CONTENTS); the
+    run goes on to the next one."""
     import gc
 
     import torch
@@ -180,8 +184,10 @@ def supervisor_out_of_memory(sc: Scenario, exc: Exception, retried: bool = False
         torch.cuda.empty_cache()
     first = str(exc).splitlines()[0] if str(exc) else ""
     return Outcome(scenario_id=sc.id, scenario=sc.to_dict(), status=Status.RUNTIME_ERROR,
-                   reason=f"{SUPERVISOR_OUT_OF_MEMORY}: OutOfMemoryError: {first}"
-                          + (" (again with every worker started afresh)" if retried else ""))
+                   reason=f"{SUPERVISOR_OUT_OF_MEMORY}"
+                          + (f" {AFTER_CONTENTS}" if seen else "")
+                          + (" (again with every worker started afresh)" if retried else "")
+                          + f": OutOfMemoryError: {first}")
 
 
 def lost_outcome(sc: Scenario, why: str) -> Outcome:

@@ -157,6 +157,8 @@ class NativeWorker:
         self._holder = device_memory.new_holder()
         """Who the supervisor's device allocations are lent to when their tokens go to this runner."""
         self.writes_lse = True
+        self.prepares = 0
+        """'prepare' requests sent: how many times it was given a scenario's contents (never reset)."""
 
     @property
     def pid(self) -> int | None:
@@ -224,6 +226,7 @@ class NativeWorker:
 
         if not self.running:
             self.start(timeout_s)
+        self.prepares += cmd == "prepare"
         if cmd not in ("prepare", "release", "check", "round", "warm_up", "launcher_split"):
             raise ValueError(f"NativeWorker: unknown command {cmd!r}")
         try:

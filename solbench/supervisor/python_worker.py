@@ -50,6 +50,8 @@ class Worker:
         self._holder = device_memory.new_holder()
         """Who the supervisor's device allocations are lent to when sent to this worker."""
         self.writes_lse = True
+        self.prepares = 0
+        """'prepare' requests sent: how many times it was given a scenario's contents (never reset)."""
         """Whether the implementation writes LSE (learnt from the worker's prepare reply)."""
         self.sandbox = ""
         """How the worker was confined, in words (said before any candidate code ran in it)."""
@@ -92,6 +94,7 @@ class Worker:
 
         if not self.running:
             self.start(timeout_s)
+        self.prepares += cmd == "prepare"
         mark = device_memory.loan_mark(self._holder) if cmd in LETS_GO else None
         try:
             self._send((cmd, payload))
