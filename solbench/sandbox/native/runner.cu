@@ -609,6 +609,7 @@ struct Timer {
     int fill = 0;
     int flush_blocks = 0;
     double cycles_per_ms = 0.0;
+    double calibrated_cycles_per_ms = 0.0;
     cudaEvent_t g0, spun, start, end;
     bool trace = getenv("SOLBENCH_RUNNER_TRACE") != nullptr;  // one stderr line per timed iteration
     bool settle = getenv("SOLBENCH_RUNNER_NO_SETTLE") == nullptr;  // (off only to measure what it buys)
@@ -679,12 +680,16 @@ struct Timer {
             check_cuda("cover calibration", cudaDeviceSynchronize());
             rate = 5.0 * rate / std::max((double)elapsed(g0, start), 1e-3);
         }
-        cycles_per_ms = rate;
+        cycles_per_ms = calibrated_cycles_per_ms = rate;
     }
 
+    // The rate follows the spin's record, but within [0.5, 2] x the rate calibrated before the candidate was
+    // loaded: a look-alike spin the candidate launches can be taken for the runner's (that iteration is flagged)
+    // and would otherwise steer the real cover far past launch_cover_ms in rounds whose flags are not kept.
     void observe_cover(double requested, double actual) {
         if (cycles_per_ms > 0 && requested > 0.02 && actual > 0.02)
-            cycles_per_ms = 0.8 * cycles_per_ms + 0.2 * (requested * cycles_per_ms / actual);
+            cycles_per_ms = std::min(2.0 * calibrated_cycles_per_ms, std::max(0.5 * calibrated_cycles_per_ms,
+                                     0.8 * cycles_per_ms + 0.2 * (requested * cycles_per_ms / actual)));
     }
 
     std::deque<double>& launch_history(bool marked) { return marked ? marked_launches : launches; }
