@@ -14,7 +14,13 @@ from solbench.core.model import Measurement
 from solbench.core.policy import TimingPolicy
 from solbench.supervisor.python_worker import Worker, WorkerFailure
 from solbench.supervisor.audit import CLOCK_CONFIRM_ROUNDS, CLOCK_GAP, TimedCopies, clock_gap, clock_rounds
+from solbench.supervisor.native_worker import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
 from solbench.supervisor.trace import trace, trace_clock, trace_rounds
+
+EVIDENCE = frozenset({WORK_OUTSIDE_EVENTS, CUPTI_BLIND})
+"""Flags of a round whose times are dropped (a throttled round taken again, the clock check's extra rounds)
+that still count: what CUPTI saw of the candidate's work does not depend on the clocks (review h: a candidate
+could otherwise do its hiding in rounds it makes the supervisor drop)."""
 
 AUDITED_PART = 2
 """Calls of a round sent together, after their copies are made ready (time_interleaved): with two, no call of
@@ -128,6 +134,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             reply = timed_round(name, r)
             if policy.retake_throttled and reply["telemetry"].get("throttled"):
                 flags[name].add("throttled_retaken")
+                flags[name].update(set(reply["flags"]) & EVIDENCE)  # its times are dropped, not what CUPTI saw
                 reply = timed_round(name, r)
             if reply["telemetry"].get("power_capped"):
                 flags[name].add("power_capped")
@@ -160,7 +167,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
         clocked = {n: [] for n in workers}
         for r2 in range(r + 1, r + 1 + CLOCK_CONFIRM_ROUNDS):
             for name in round_order(list(workers), r2):
-                timed_round(name, r2)
+                flags[name].update(set(timed_round(name, r2)["flags"]) & EVIDENCE)
         if clock_gap(*clock_rounds(clocked, yardstick, claims_between)):
             flags["candidate"].add(CLOCK_GAP)
         t = trace(f"clock check rounds ({CLOCK_CONFIRM_ROUNDS})", t)
