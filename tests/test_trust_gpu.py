@@ -29,6 +29,9 @@ KNOWN_ESCAPES: dict[str, str] = {
     "forges_replies_past_busy.cu": "review 21: forges_replies.cu at 0.1, busy_ms left honest: since 2ba16ef the clock "
                                    "check explains a native round by the runner's busy_ms, so no forged factor is "
                                    "unexplained (tests/test_review21_cpu.py)",
+    "toggles_cupti.cu": "review h, by reading runner.cu (not yet run on the H200): CUPTI off only inside the call "
+                        "keeps the runner's marks recorded, so it is not cupti_blind, and smoke's calls fit under "
+                        "the launch cover (README: what is not guaranteed)",
 }
 """Cheats that still get past the checks, each with what was seen: the test fails once one is caught, so
 the entry is removed then."""

@@ -1,0 +1,51 @@
+// toggles_cupti.cu -- class 4 (work the events do not see), found in review h (CPU reading, not yet run on the
+// H200): disables_cupti.cu switched CUPTI's recording off for good and is caught, because the runner's own marks
+// (the spin, the open and end marks, launched outside the call) then go unrecorded (cupti_blind). This one
+// switches it off only inside its call and on again before returning: the marks are all recorded, so nothing
+// says CUPTI was blind, and the work it launched meanwhile has no record at all -- neither inside the events
+// nor outside them. The work is hides_under_cover.cu's: the seed on a private stream, waited for on the host
+// inside the call, so the start and end events time an empty stream while the launch cover (sized from the
+// spin's launch to the call's return, capped at 0.25 ms) holds it. What is left against it: the host-gap rule
+// (the call's host time against its event time, tolerance 0.5) and the supervisor's clock; on smoke's short
+// calls the work fits under the cover. A harness that catches it gives hidden_work or tampered.
+// expect: hidden_work or tampered
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#define solbench_attention_forward seed_attention_forward  // reuse the seed under another name
+#include "../seed_attention.cu"
+#undef solbench_attention_forward
+
+typedef int (*Switch)(int);
+static Switch g_disable = nullptr, g_enable = nullptr;
+
+// CUPTI_ACTIVITY_KIND_MEMCPY = 1, MEMSET = 2, CONCURRENT_KERNEL = 10 (cupti_activity.h)
+static void toggle(Switch f) {
+    if (f) f(10), f(1), f(2);
+}
+
+__attribute__((constructor)) static void find_cupti() {
+    const char* named = getenv("SOLBENCH_CUPTI_LIB");  // where the supervisor told the runner to find it
+    const char* tries[] = {named && *named ? named : "libcupti.so.13", "libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+    for (const char* name : tries) {
+        void* lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);  // the runner's own copy: nothing new is mapped
+        if (!lib) continue;
+        g_disable = (Switch)dlsym(lib, "cuptiActivityDisable");
+        g_enable = (Switch)dlsym(lib, "cuptiActivityEnable");
+        return;
+    }
+}
+
+extern "C" SOLBENCH_EXPORT int solbench_attention_forward(const SolbenchAttentionParams* p) {
+    static cudaStream_t side = nullptr;
+    if (!side && cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) != cudaSuccess) return SOLBENCH_ERR_CUDA;
+    toggle(g_disable);
+    SolbenchAttentionParams on_side = *p;
+    on_side.stream = side;
+    int code = seed_attention_forward(&on_side);
+    bool done = code == SOLBENCH_OK && cudaStreamSynchronize(side) == cudaSuccess;
+    toggle(g_enable);
+    if (code) return code;
+    return done ? SOLBENCH_OK : SOLBENCH_ERR_CUDA;
+}
