@@ -13,10 +13,10 @@ Rules (each board is one suite on one arch and GPU model):
   a scenario, the seed's median in that run (its 'seed' comparator, or its candidate when that is the
   shipped seed kernel, as in the recorded runs). The run is chosen by `choose_baseline_run`: same suite
   hash, GPU model and solbench major; one judged under this solbench's error budget first; then the one
-  timing the most baseline libraries (a run of one or
-  two more libraries beside the seed gives entries, not the denominators); then complete runs; then the
-  newest run id (run ids start with a UTC timestamp). Scenarios without any denominator are left out
-  of every entry's score alike: the others are the board's scored scenarios.
+  timing the most baseline libraries (a run of one or two more libraries beside the seed gives entries,
+  not the denominators); then complete runs; then the newest run id (run ids start with a UTC timestamp).
+  Scenarios without any denominator are left out of every entry's score alike: the others are the board's
+  scored scenarios.
 - An entry's speedup on a scenario is denominator_ms / its median time. Every geomean below comes with a
   95 % bootstrap interval from stats.geomean_ci over each scenario's per-sample speedups
   (denominator_ms / t_i): the denominator is a constant shared by every entry, so its noise shifts all
@@ -57,7 +57,6 @@ Rules (each board is one suite on one arch and GPU model):
 from __future__ import annotations
 
 from collections import Counter
-
 from dataclasses import asdict, dataclass, fields, replace
 from itertools import groupby
 

@@ -50,9 +50,9 @@ class Worker:
         self._holder = device_memory.new_holder()
         """Who the supervisor's device allocations are lent to when sent to this worker."""
         self.writes_lse = True
+        """Whether the implementation writes LSE (learnt from the worker's prepare reply)."""
         self.prepares = 0
         """'prepare' requests sent: how many times it was given a scenario's contents (never reset)."""
-        """Whether the implementation writes LSE (learnt from the worker's prepare reply)."""
         self.sandbox = ""
         """How the worker was confined, in words (said before any candidate code ran in it)."""
 
