@@ -310,3 +310,34 @@ def test_gpus_on_a_one_gpu_machine_runs_inline(tmp_path, monkeypatch):
     assert isinstance(two, LocalExecutor) and two.labels == ["0", "1"]
     one_of_two = make_executor(ctx, b"k", gpus="1")
     assert isinstance(one_of_two, LocalExecutor) and one_of_two.labels == ["1"]
+
+
+def test_out_of_memory_retries_are_capped_per_agent(tmp_path, monkeypatch):
+    """Each second try restarts every worker (the comparators lose their warm kernels), so a candidate that pins
+    memory to force one in every scenario gets at most MAX_OOM_RETRIES of them; later ones are machine errors
+    that --retry-errors takes again."""
+    import solbench.supervisor.evaluate as evaluate_module
+    from solbench.core.model import Status
+    from solbench.executor.units import MAX_OOM_RETRIES, Agent
+    from solbench.supervisor.runner import errored
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    calls = []
+
+    def always_out(sc, workers, *args, **kwargs):
+        calls.append(sc.id)
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB.")
+
+    monkeypatch.setattr(evaluate_module, "evaluate", always_out)
+    agent = Agent(_ctx(tmp_path, arch="cpu"))
+    scenarios = list(load_suite("smoke").scenarios)[:MAX_OOM_RETRIES + 2]
+    try:
+        agent.load()
+        outcomes = [agent.evaluate(sc, b"k" * 32) for sc in scenarios]
+    finally:
+        agent.close()
+    assert len(calls) == 2 * MAX_OOM_RETRIES + (len(scenarios) - MAX_OOM_RETRIES)
+    assert [bool(o.placement["retried"]) for o in outcomes] == [True] * MAX_OOM_RETRIES + [False] * 2
+    assert all(o.status is Status.RUNTIME_ERROR and errored(o) for o in outcomes)

@@ -100,6 +100,12 @@ def bounds_here(arch: str, gpu_uuid: str | None):
     return bound_or_none, {"gpu": profile.gpu, "date": profile.date, "path": own.name}
 
 
+MAX_OOM_RETRIES = 3
+"""Second tries after running out of device memory, per agent: each one restarts every worker (comparators lose
+their warm kernels), so a candidate that pins memory to force them costs the run little; past this, such a
+scenario is a machine error for --retry-errors."""
+
+
 class Agent:
     """Evaluates units on the GPU of the process it lives in, with one worker per implementation, kept
     from unit to unit (a baseline's compiled kernels stay warm) and restarted after any failure."""
@@ -114,6 +120,8 @@ class Agent:
         self.supports = baseline_claims(ctx.specs, ctx.arch)
         uuid = here(ctx.executor, ctx.device).gpu_uuid
         self.bound_fn, self.profile = bounds_here(ctx.arch, uuid)
+        self.oom_retries = 0
+        """Scenarios evaluated a second time after running out of device memory (at most MAX_OOM_RETRIES)."""
 
     def load(self) -> None:
         """Start the candidate's and the seed's workers: LoadError when one cannot be loaded, before any
@@ -154,8 +162,9 @@ class Agent:
                 for worker in self.workers.values():
                     worker.stop(kill=True)
                 self.reaper.sweep()
-                if retried or seen:
+                if retried or seen or self.oom_retries >= MAX_OOM_RETRIES:
                     break
+                self.oom_retries += 1
                 # Once more, with new contents, only while the candidate has seen none of this scenario: a
                 # candidate that knew it failed could otherwise fill the device for a new draw.
                 retried, contents = outcome.reason, retry_key(key)
