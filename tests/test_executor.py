@@ -188,6 +188,10 @@ def test_only_the_candidate_gets_a_launcher_split(tmp_path):
     assert outcome.placement["executor"] == "inline" and outcome.placement["wall_s"] > 0
 
 
+class OutOfMemoryError(RuntimeError):
+    """torch.OutOfMemoryError as the supervisor sees it (by its class name)."""
+
+
 def test_the_supervisor_running_out_of_memory_costs_the_scenario_not_the_run(tmp_path, monkeypatch):
     """On the H200 a run died whole when the supervisor's own allocation (a scenario's inputs) failed: the
     scenario is recorded as a machine error (--retry-errors takes it again) and the next one runs."""
@@ -195,9 +199,6 @@ def test_the_supervisor_running_out_of_memory_costs_the_scenario_not_the_run(tmp
     from solbench.core.model import Status
     from solbench.executor.units import Agent
     from solbench.supervisor.runner import errored
-
-    class OutOfMemoryError(RuntimeError):  # torch.OutOfMemoryError, as the supervisor sees it
-        pass
 
     real = evaluate_module.evaluate
     calls = []
@@ -229,9 +230,6 @@ def test_out_of_memory_is_tried_again_with_fresh_workers(tmp_path, monkeypatch):
     import solbench.supervisor.evaluate as evaluate_module
     from solbench.core.model import Status
     from solbench.executor.units import Agent
-
-    class OutOfMemoryError(RuntimeError):
-        pass
 
     real = evaluate_module.evaluate
     pids = []
@@ -269,9 +267,6 @@ def test_out_of_memory_after_the_candidate_had_the_contents_is_not_tried_again(t
     from solbench.core.model import AFTER_CONTENTS, Status
     from solbench.executor.units import Agent
     from solbench.supervisor.runner import errored
-
-    class OutOfMemoryError(RuntimeError):
-        pass
 
     calls = []
 
@@ -320,9 +315,6 @@ def test_out_of_memory_retries_are_capped_per_agent(tmp_path, monkeypatch):
     from solbench.core.model import Status
     from solbench.executor.units import MAX_OOM_RETRIES, Agent
     from solbench.supervisor.runner import errored
-
-    class OutOfMemoryError(RuntimeError):
-        pass
 
     calls = []
 

@@ -38,8 +38,8 @@ def recorded_entries(runs: list[RunResult]) -> list[Entry]:
             when = str(run.environment.get("collected_at", ""))
             if i == 0 and seed_impl(run) == CANDIDATE:
                 entries.append(Entry.from_result(run, CANDIDATE, SEED_ENTRY, AUTHOR, when))
-            timed = {n for o in run.outcomes for n in (*o.measurements, *o.comparators)}
-            for impl in sorted(timed - set(NOT_BASELINES) - taken):
+            named = {n for o in run.outcomes for n in (*o.measurements, *o.comparators)}  # declined ones too
+            for impl in sorted(named - set(NOT_BASELINES) - taken):
                 entries.append(Entry.from_result(run, impl, current_name(impl), AUTHOR, when))
                 taken.add(impl)
     return entries
