@@ -149,6 +149,9 @@ def test_flags_from_raw_numbers():
     assert round_flags({**_raw([0.1, 0.1], work=[0.05, 0.05]), "outside_ms": [0.0, 0.0005]}, FLOORS, 0.5) == []
     # an iteration without the runner's own marks: CUPTI was switched off inside (disables_cupti.cu)
     assert round_flags({**_raw([0.1, 0.1], work=[0.0, 0.0]), "unmarked": 1}, FLOORS, 0.5) == [CUPTI_BLIND]
+    # launches the driver-API callback counted whose work left no record: off only inside the call (toggles_cupti.cu)
+    assert round_flags({**_raw([0.1, 0.1], work=[0.0, 0.0]), "unrecorded": 3}, FLOORS, 0.5) == [CUPTI_BLIND]
+    assert round_flags({**_raw([0.1, 0.1], work=[0.05, 0.05]), "unrecorded": 0}, FLOORS, 0.5) == []
     # no CUPTI: the host-gap rule of the Python host, a majority of the round
     assert round_flags(_raw([0.1, 0.1, 0.1], host=[2.0, 2.0, 0.2], span=[0.1] * 3), FLOORS, 0.5) == [HOST_GAP]
     assert round_flags(_raw([0.1, 0.1, 0.1], host=[2.0, 0.2, 0.2], span=[0.1] * 3), FLOORS, 0.5) == []

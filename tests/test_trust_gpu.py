@@ -29,9 +29,6 @@ KNOWN_ESCAPES: dict[str, str] = {
     "forges_replies_past_busy.cu": "review 21: forges_replies.cu at 0.1, busy_ms left honest: since 2ba16ef the clock "
                                    "check explains a native round by the runner's busy_ms, so no forged factor is "
                                    "unexplained (tests/test_review21_cpu.py)",
-    "toggles_cupti.cu": "review h, by reading runner.cu (not yet run on the H200): CUPTI off only inside the call "
-                        "keeps the runner's marks recorded, so it is not cupti_blind, and smoke's calls fit under "
-                        "the launch cover (README: what is not guaranteed)",
 }
 """Cheats that still get past the checks, each with what was seen: the test fails once one is caught, so
 the entry is removed then."""
@@ -77,3 +74,15 @@ def test_the_seed_is_clean_under_every_tool(tmp_path):
     dirty = [f for f in result.sanitize if f["errors"] != 0 or f["first"]]
     assert not dirty, dirty
     assert all(o.status.value == "passed" for o in result.outcomes), [(o.scenario_id, o.reason) for o in result.outcomes if o.status.value != "passed"]
+
+
+def test_the_seeds_launches_are_counted_and_each_left_a_record(tmp_path):
+    """The launch count behind toggles_cupti.cu's catch is not vacuous: the runner counted the seed's launches
+    by callback (its own marks and flushes included) and matched every one to a CUPTI record."""
+    result = run(RunConfig(candidate=str(SEED), suite="smoke", baselines=(), policy=QUICK, out_dir=tmp_path,
+                           seed=None, max_scenarios=2))
+    for o in result.outcomes:
+        assert o.status.value == "passed", (o.scenario_id, o.reason)
+        telemetry = o.measurements["candidate"].telemetry
+        assert telemetry["runner"]["launch_count"] is True, telemetry["runner"]
+        assert telemetry["cupti"]["launches"] > 0 and telemetry["cupti"]["unrecorded"] == 0, telemetry["cupti"]

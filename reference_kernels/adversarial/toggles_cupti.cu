@@ -1,13 +1,11 @@
-// toggles_cupti.cu -- class 4 (work the events do not see), found in review h (CPU reading, not yet run on the
-// H200): disables_cupti.cu switched CUPTI's recording off for good and is caught, because the runner's own marks
-// (the spin, the open and end marks, launched outside the call) then go unrecorded (cupti_blind). This one
-// switches it off only inside its call and on again before returning: the marks are all recorded, so nothing
-// says CUPTI was blind, and the work it launched meanwhile has no record at all -- neither inside the events
-// nor outside them. The work is hides_under_cover.cu's: the seed on a private stream, waited for on the host
-// inside the call, so the start and end events time an empty stream while the launch cover (sized from the
-// spin's launch to the call's return, capped at 0.25 ms) holds it. What is left against it: the host-gap rule
-// (the call's host time against its event time, tolerance 0.5) and the supervisor's clock; on smoke's short
-// calls the work fits under the cover. A harness that catches it gives hidden_work or tampered.
+// toggles_cupti.cu -- class 4 (work the events do not see), found in review h: disables_cupti.cu switched
+// CUPTI's recording off for good and is caught, because the runner's own marks (the spin, the open and end marks,
+// launched outside the call) then go unrecorded (cupti_blind). This one switches it off only inside its call and
+// on again before returning: the marks are all recorded, and the work it launched meanwhile has no record at all
+// -- neither inside the events nor outside them. The work is hides_under_cover.cu's: the seed on a private
+// stream, waited for on the host inside the call, so the start and end events time an empty stream while the
+// launch cover holds it. What catches it: the runner counts every kernel launch with a CUPTI driver-API callback
+// (which cuptiActivityDisable does not stop) and finds no record for these launches (cupti_blind -> tampered).
 // expect: hidden_work or tampered
 #include <cuda_runtime.h>
 #include <dlfcn.h>

@@ -33,8 +33,9 @@ WORK_OUTSIDE_EVENTS = "work_outside_events"
 """Flag: CUPTI saw the call's own kernels or copies (any stream) run outside its start/end events, or land
 between timed calls."""
 CUPTI_BLIND = "cupti_blind"
-"""Flag: CUPTI did not record the runner's own marks in a timed call, so it saw nothing of the call's work
-(recording switched off or disturbed from inside the process)."""
+"""Flag: CUPTI did not record the runner's own marks in a timed call, or a kernel or graph launch it counted
+(driver-API callback) left no record of its work: recording was switched off or disturbed from inside the
+process."""
 SPAN_TOLERANCE = 0.02
 SPAN_SLACK_MS = 0.005
 """A call's kernels may span its events by this share plus this much (timestamp granularity) and no more."""
@@ -116,7 +117,7 @@ def round_flags(raw: dict, floors: dict, tolerance: float) -> list[str]:
         outside = [ms > OUTSIDE_SLACK_MS for ms in raw.get("outside_ms", ())]
         if any(longer) or any(outside) or raw.get("stray_kernels", 0):
             flags.add(WORK_OUTSIDE_EVENTS)
-        if raw.get("unmarked", 0):
+        if raw.get("unmarked", 0) or raw.get("unrecorded", 0):
             flags.add(CUPTI_BLIND)
     return sorted(flags)
 
@@ -324,12 +325,14 @@ class NativeWorker:
                "device_ms": raw["device_ms"], "host_ms": raw["host_ms"],
                "flags": round_flags(raw, self.description, self.policy.host_check_tolerance),
                "telemetry": sampler.summary()}
-        out["telemetry"]["runner"] = {k: self.description.get(k) for k in ("runner", "cupti", "cover", "notes")}
+        out["telemetry"]["runner"] = {k: self.description.get(k)
+                                      for k in ("runner", "cupti", "launch_count", "cover", "notes")}
         out["telemetry"]["sandbox"] = self.description.get("sandbox", "")
         if "kernels" in raw:
             out["telemetry"]["kernels"] = raw["kernels"]
             out["telemetry"]["stray_kernels"] = raw.get("stray_kernels", 0)
-            out["telemetry"]["cupti"] = {k: raw.get(k) for k in ("work_span_ms", "outside_ms", "late_open_ms", "cover_ms", "launch_ms")}
+            out["telemetry"]["cupti"] = {k: raw.get(k) for k in ("work_span_ms", "outside_ms", "late_open_ms", "cover_ms",
+                                                                 "launch_ms", "launches", "unrecorded")}
         return out
 
     def _ask(self, line: str, timeout_s: float):

@@ -1,6 +1,6 @@
-// cupti_lite.h -- the few CUPTI activity calls the native runner uses, resolved with dlopen at run time,
-// so the runner builds and runs where CUPTI is missing (it then says so in its description) and never
-// links a profiling library into a candidate's process by default.
+// cupti_lite.h -- the few CUPTI activity and callback calls the native runner uses, resolved with dlopen at
+// run time, so the runner builds and runs where CUPTI is missing (it then says so in its description) and
+// never links a profiling library into a candidate's process by default.
 #pragma once
 #include <dlfcn.h>
 
@@ -9,6 +9,8 @@
 
 #if __has_include(<cupti_activity.h>)
 #include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
 #define SOLBENCH_HAVE_CUPTI 1
 
 struct CuptiApi {
@@ -16,6 +18,8 @@ struct CuptiApi {
     CUptiResult (*enable)(CUpti_ActivityKind) = nullptr;
     CUptiResult (*flush_all)(uint32_t) = nullptr;
     CUptiResult (*get_next_record)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
+    CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
+    CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) = nullptr;
 };
 
 // "" when every entry point was found in the library named by $SOLBENCH_CUPTI_LIB (or the usual names).
@@ -30,8 +34,11 @@ inline std::string load_cupti(CuptiApi* api) {
     api->enable = (decltype(api->enable))dlsym(lib, "cuptiActivityEnable");
     api->flush_all = (decltype(api->flush_all))dlsym(lib, "cuptiActivityFlushAll");
     api->get_next_record = (decltype(api->get_next_record))dlsym(lib, "cuptiActivityGetNextRecord");
-    if (!api->register_callbacks || !api->enable || !api->flush_all || !api->get_next_record)
-        return "libcupti lacks the activity API";
+    api->subscribe = (decltype(api->subscribe))dlsym(lib, "cuptiSubscribe");
+    api->enable_callback = (decltype(api->enable_callback))dlsym(lib, "cuptiEnableCallback");
+    if (!api->register_callbacks || !api->enable || !api->flush_all || !api->get_next_record ||
+        !api->subscribe || !api->enable_callback)
+        return "libcupti lacks the activity or callback API";
     return "";
 }
 #else

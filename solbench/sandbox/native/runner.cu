@@ -42,6 +42,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "confine.h"  // confine(): Landlock before the candidate loads
@@ -286,6 +287,7 @@ struct KernelRecord {
     unsigned stream;
     int grid[3], block[3];
     bool copy;  // a memcpy / memset rather than a kernel
+    uint32_t correlation;  // the API call that issued it (a graph's work carries its launch's)
 };
 
 struct Cupti {
@@ -296,6 +298,13 @@ struct Cupti {
 #endif
     std::mutex mu;
     std::vector<KernelRecord> records;
+    // Every kernel or graph launch in the process, counted by a driver-API callback (which switching activity
+    // recording off does not stop), by correlation id until a record of its work arrives (toggles_cupti.cu).
+    bool counting = false;
+    std::string why_not_counting = "not tried";
+    std::unordered_map<uint32_t, uint64_t> unmatched;  // correlation id -> launch sequence number
+    uint64_t launches = 0;
+    CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
 };
 static Cupti g_cupti;
 
@@ -314,19 +323,89 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext, uint32_t, uint8_t* buffer
         if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
             auto* r = (CUpti_ActivityKernel10*)rec;
             k = {r->name ? r->name : "?", r->start, r->end, r->streamId,
-                 {r->gridX, r->gridY, r->gridZ}, {r->blockX, r->blockY, r->blockZ}, false};
+                 {r->gridX, r->gridY, r->gridZ}, {r->blockX, r->blockY, r->blockZ}, false, r->correlationId};
         } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
             auto* r = (CUpti_ActivityMemcpy6*)rec;
-            k = {"[memcpy]", r->start, r->end, r->streamId, {0, 0, 0}, {0, 0, 0}, true};
+            k = {"[memcpy]", r->start, r->end, r->streamId, {0, 0, 0}, {0, 0, 0}, true, r->correlationId};
         } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
             auto* r = (CUpti_ActivityMemset4*)rec;
-            k = {"[memset]", r->start, r->end, r->streamId, {0, 0, 0}, {0, 0, 0}, true};
+            k = {"[memset]", r->start, r->end, r->streamId, {0, 0, 0}, {0, 0, 0}, true, r->correlationId};
         } else {
             continue;
         }
+        g_cupti.unmatched.erase(k.correlation);
         g_cupti.records.push_back(k);
     }
     free(buffer);
+}
+
+// The parameters of the launch calls up to their stream, in the calls' argument order (what
+// generated_cuda_meta.h declares; that header does not compile on its own).
+struct LaunchKernelArgs { CUfunction f; unsigned grid[3], block[3], shared_bytes; CUstream stream; };
+struct LaunchKernelExArgs { const CUlaunchConfig* config; };
+struct LaunchGridAsyncArgs { CUfunction f; int width, height; CUstream stream; };
+struct GraphLaunchArgs { CUgraphExec exec; CUstream stream; };
+
+// The stream a launch call named, for the calls that name one (nullptr otherwise: the legacy stream).
+static CUstream launch_stream(CUpti_CallbackId cbid, const void* params) {
+    switch (cbid) {
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: return ((const LaunchKernelArgs*)params)->stream;
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: return ((const LaunchKernelExArgs*)params)->config->hStream;
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync: return ((const LaunchGridAsyncArgs*)params)->stream;
+        case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+        case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: return ((const GraphLaunchArgs*)params)->stream;
+        default: return nullptr;
+    }
+}
+
+static const CUpti_CallbackId LAUNCH_CBIDS[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunch, CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid, CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+
+// A launch is counted from its entry (no record can precede it) and dropped again at its exit when it failed or
+// went into a stream capture (captured work runs, and is recorded, under the graph launch that replays it).
+static void CUPTIAPI cupti_on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+    auto* info = (const CUpti_CallbackData*)data;
+    if (info->callbackSite == CUPTI_API_ENTER) {
+        std::lock_guard<std::mutex> lock(g_cupti.mu);
+        g_cupti.unmatched[info->correlationId] = ++g_cupti.launches;
+        return;
+    }
+    bool failed = info->functionReturnValue && *(const CUresult*)info->functionReturnValue != CUDA_SUCCESS;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUstream stream = launch_stream(cbid, info->functionParams);
+    bool captured = !failed && g_cupti.is_capturing &&
+                    (g_cupti.is_capturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE);
+    if (!failed && !captured) return;
+    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    g_cupti.unmatched.erase(info->correlationId);
+}
+
+static void count_launches() {
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    g_cupti.is_capturing = driver ? (decltype(g_cupti.is_capturing))dlsym(driver, "cuStreamIsCapturing") : nullptr;
+    if (!g_cupti.is_capturing) { g_cupti.why_not_counting = "libcuda.so.1 lacks cuStreamIsCapturing"; return; }
+    CUpti_SubscriberHandle subscriber;
+    auto& a = g_cupti.api;
+    if (a.subscribe(&subscriber, cupti_on_launch, nullptr) != CUPTI_SUCCESS) {
+        g_cupti.why_not_counting = "CUPTI callbacks taken by another subscriber (a profiler or sanitizer)";
+        return;
+    }
+    for (CUpti_CallbackId cbid : LAUNCH_CBIDS)
+        if (a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) != CUPTI_SUCCESS) {
+            g_cupti.why_not_counting = "CUPTI refused a launch callback";
+            return;
+        }
+    g_cupti.counting = true;
 }
 
 static void cupti_start(const Config& c) {
@@ -342,10 +421,27 @@ static void cupti_start(const Config& c) {
     }
     g_cupti.on = true;
     g_cupti.why_off = "";
+    count_launches();
 }
 #else
 static void cupti_start(const Config&) { g_cupti.why_off = "built without the CUPTI headers"; }
 #endif
+
+// Launches up to sequence number `upto` (all of whose work has finished and been flushed) of which no record
+// arrived: CUPTI's recording was switched off while they ran. They are forgotten once counted.
+static int unrecorded_launches(uint64_t upto) {
+    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    int n = 0;
+    for (auto it = g_cupti.unmatched.begin(); it != g_cupti.unmatched.end();)
+        if (it->second <= upto) ++n, it = g_cupti.unmatched.erase(it);
+        else ++it;
+    return n;
+}
+
+static uint64_t launches_so_far() {
+    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    return g_cupti.launches;
+}
 
 // Every record completed since the last call (after a device synchronize).
 static std::vector<KernelRecord> cupti_take() {
@@ -877,6 +973,7 @@ static void cmd_round(const std::vector<int>& order) {
     // candidate's work landing late (a host thread); after warm-up or a check it is their own work.
     g_timer.stray = 0;
     g_timer.unmarked = 0;
+    uint64_t launched_before = launches_so_far();
     std::vector<KernelRecord> pending = cupti_take();
     if (g_after_round) g_timer.stray += g_timer.count_stray(pending, false);
     std::vector<double> dev, host, launch, cover, span, issued, work, outside, late;
@@ -891,8 +988,12 @@ static void cmd_round(const std::vector<int>& order) {
             if (forbidden.empty() && !k.copy) forbidden = forbidden_kernel(g_timer.cfg, k.name);
     }
     carve_out = g_timer.persisting_l2_set() || carve_out;
+    uint64_t launched = launches_so_far();
     check_cuda("after the round", cudaDeviceSynchronize());
     g_timer.stray += g_timer.count_stray(cupti_take(), false);  // work the last call left to land after it
+    // Every launch since the runner started, up to here, must have left a record by now (warm-up's and checks'
+    // included: their records arrive by this flush at the latest).
+    int unrecorded = g_cupti.counting ? unrecorded_launches(launched) : 0;
     if (!forbidden.empty()) return reply("forbidden", forbidden);
     std::string body = "{\"device_ms\":" + json_list(dev) + ",\"host_ms\":" + json_list(host) +
                        ",\"launch_ms\":" + json_list(launch) + ",\"cover_ms\":" + json_list(cover) +
@@ -904,7 +1005,9 @@ static void cmd_round(const std::vector<int>& order) {
                 ",\"late_open_ms\":" + json_list(late) +
                 ",\"kernels\":" + kernels_json(g_timer.last_kernels) +
                 ",\"stray_kernels\":" + std::to_string(g_timer.stray) +
-                ",\"unmarked\":" + std::to_string(g_timer.unmarked);
+                ",\"unmarked\":" + std::to_string(g_timer.unmarked) +
+                (g_cupti.counting ? ",\"unrecorded\":" + std::to_string(unrecorded) +
+                                    ",\"launches\":" + std::to_string(launched - launched_before) : "");
     reply("ok", body + "}");
 }
 
@@ -1047,14 +1150,20 @@ static std::string describe() {
                                             : "persisting-L2 reset failed via cudart");
     notes += "," + json_str(format("launch cover: spin kernel, %.0f cycles/us at calibration", t.cycles_per_ms / 1e3));
     notes += "," + json_str(g_cupti.on ? "CUPTI: kernels, copies and memsets of every stream recorded per timed call"
-                                       : "CUPTI: " + g_cupti.why_off) + "]";
+                                       : "CUPTI: " + g_cupti.why_off);
+    if (g_cupti.on)
+        notes += "," + json_str(g_cupti.counting ? "CUPTI: every kernel and graph launch counted by callback and "
+                                                  "matched to a record of its work"
+                                                : "CUPTI launch count off: " + g_cupti.why_not_counting);
+    notes += "]";
     return "{\"device\":" + json_str(format("cuda:%d", t.cfg.device)) + ",\"runner\":\"native\",\"host_floor_ms\":" +
            json_num(t.host_floor_ms) + ",\"sync_floor_ms\":" + json_num(t.sync_floor_ms) +
            ",\"host_gap_slack_ms\":" + json_num(t.slack_ms) + ",\"notes\":" + notes + ",\"gpu\":" + json_str(t.gpu) +
            ",\"l2_bytes\":" + json_num((double)t.l2_bytes) + ",\"flush\":" + json_str(flush_name(t.cfg)) +
            ",\"flush_bytes\":" + json_num((double)(t.buf_int4 * 16)) + ",\"cover\":\"spin kernel\"" +
            ",\"persisting_l2_control\":" + (t.persisting_ok ? "\"cudart\"" : "null") +
-           ",\"cupti\":" + (g_cupti.on ? "true" : "false") + ",\"sandbox\":" + json_str(g_sandbox) + "}";
+           ",\"cupti\":" + (g_cupti.on ? "true" : "false") +
+           ",\"launch_count\":" + (g_cupti.counting ? "true" : "false") + ",\"sandbox\":" + json_str(g_sandbox) + "}";
 }
 
 int main(int argc, char** argv) {
