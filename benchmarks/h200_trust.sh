@@ -5,7 +5,8 @@
 #   bash benchmarks/h200_trust.sh smoke        # the native runner: builds, CUPTI, the seed on smoke through it
 #   bash benchmarks/h200_trust.sh corpus       # every .cu cheat of reference_kernels/adversarial gets its status
 #   bash benchmarks/h200_trust.sh aa [FLAGS]   # the seed through the native runner vs the Python host (A/A)
-#   bash benchmarks/h200_trust.sh honest S..   # the seed through the native runner passes suites S.. (no false positives)
+#   bash benchmarks/h200_trust.sh honest S..   # the honest examples vs the seed, and the seed alone, pass smoke and S..
+#        through the native runner (no false positives)
 #   bash benchmarks/h200_trust.sh diag FILE..  # each candidate through both runners, with its CUPTI numbers
 #   bash benchmarks/h200_trust.sh clock [FILTER] [BASELINES]  # the seed through the native runner beside Python-hosted
 #        libraries only (--seed none), on the hopper scenarios where its ~1-2 ms calls once read as hidden_work
@@ -90,18 +91,22 @@ PY
     timeout -s INT "${AA_BUDGET:-540}" python3 benchmarks/ab_experiment.py --runners --suite "${SUITE:-real}" --out /tmp/ab-runners \
       --skip-planted "$@" 2>&1 | grep -v -i warn | tail -12 | tee "$out/aa-runners.txt"
     for d in /tmp/ab-runners/*/; do [ -f "$d/results.json" ] && cp "$d/results.json" "$out/$(basename "$d").json"; done ;;
-  honest)
+  honest)  # each honest example against the seed on smoke and on every suite S.., then the seed alone on S..
     shift
-    for f in reference_kernels/examples/retiled_seed.cu reference_kernels/examples/workspace_seed.cu; do
-      solbench run "$f" --suite smoke --baselines none --quick --runner native --out "/tmp/honest-$(basename "$f")" \
-        > "/tmp/honest-$(basename "$f").log" 2>&1
-      echo "== $(basename "$f") vs the seed on smoke: exit $?"; grep -E "^suite|FAILED|geomean" "/tmp/honest-$(basename "$f").log" | head -3
+    for s in smoke "$@"; do
+      for f in reference_kernels/examples/retiled_seed.cu reference_kernels/examples/workspace_seed.cu; do
+        name="$(basename "$f" .cu)-$s"
+        timeout -s INT "${HONEST_BUDGET:-300}" python3 -m solbench run "$f" --suite "$s" --baselines none --quick \
+          --runner native --json --out "/tmp/honest-$name" > "$out/honest-$name.json" 2> "/tmp/honest-$name.log"
+        echo "== $(basename "$f") vs the seed on $s: exit $?"
+        python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get('status_counts'), [(s['comparator'], s['geomean'], s['ci95']) for s in d.get('scores', [])], [(r['scenario'], r['status'], (r.get('reason') or '')[:120]) for r in d.get('failed', [])][:6])" "$out/honest-$name.json" 2>&1 | tail -1
+      done
     done
     for s in "$@"; do
       timeout -s INT "${HONEST_BUDGET:-300}" python3 -m solbench run "$seed" --suite "$s" --baselines none --seed none --quick --runner native --out "/tmp/honest-$s" \
         > "/tmp/honest-$s.log" 2>&1
-      echo "== $s: exit $?"; grep -E "^suite|FAILED|passed" "/tmp/honest-$s.log" | head -4
-      cp "/tmp/honest-$s/results.json" "$out/honest-$s.json"
+      echo "== the seed alone on $s: exit $?"; grep -E "^suite|FAILED|passed" "/tmp/honest-$s.log" | head -4
+      cp "/tmp/honest-$s/results.json" "$out/honest-seed-$s.json"
     done ;;
   clock)
     SOLBENCH_TRACE="$out/trace-clock.txt" solbench run "$seed" --suite hopper --filter "${2:-wl127-sink}" \
