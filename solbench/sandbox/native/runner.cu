@@ -302,7 +302,8 @@ struct Cupti {
     // recording off does not stop), by correlation id until a record of its work arrives (toggles_cupti.cu).
     bool counting = false;
     std::string why_not_counting = "not tried";
-    std::unordered_map<uint32_t, uint64_t> unmatched;  // correlation id -> launch sequence number
+    // correlation id -> 0 while its launch call runs, then the order in which the calls returned
+    std::unordered_map<uint32_t, uint64_t> unmatched;
     uint64_t launches = 0;
     CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
 };
@@ -370,14 +371,15 @@ static const CUpti_CallbackId LAUNCH_CBIDS[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
 
-// A launch is counted from its entry (no record can precede it) and dropped again at its exit when it failed or
-// went into a stream capture (captured work runs, and is recorded, under the graph launch that replays it).
+// A launch is noted at its entry (no record can precede it), dropped at its exit when it failed or went into a
+// stream capture (captured work runs, and is recorded, under the graph launch that replays it), and numbered at
+// its exit otherwise: only a launch that returned before a device synchronize is sure to have run by its end.
 static void CUPTIAPI cupti_on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     auto* info = (const CUpti_CallbackData*)data;
     if (info->callbackSite == CUPTI_API_ENTER) {
         std::lock_guard<std::mutex> lock(g_cupti.mu);
-        g_cupti.unmatched[info->correlationId] = ++g_cupti.launches;
+        g_cupti.unmatched[info->correlationId] = 0;
         return;
     }
     bool failed = info->functionReturnValue && *(const CUresult*)info->functionReturnValue != CUDA_SUCCESS;
@@ -385,9 +387,12 @@ static void CUPTIAPI cupti_on_launch(void*, CUpti_CallbackDomain domain, CUpti_C
     CUstream stream = launch_stream(cbid, info->functionParams);
     bool captured = !failed && g_cupti.is_capturing &&
                     (g_cupti.is_capturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE);
-    if (!failed && !captured) return;
     std::lock_guard<std::mutex> lock(g_cupti.mu);
-    g_cupti.unmatched.erase(info->correlationId);
+    ++g_cupti.launches;
+    auto it = g_cupti.unmatched.find(info->correlationId);
+    if (it == g_cupti.unmatched.end()) return;  // its record came first
+    if (failed || captured) g_cupti.unmatched.erase(it);
+    else it->second = g_cupti.launches;
 }
 
 static void count_launches() {
@@ -427,13 +432,13 @@ static void cupti_start(const Config& c) {
 static void cupti_start(const Config&) { g_cupti.why_off = "built without the CUPTI headers"; }
 #endif
 
-// Launches up to sequence number `upto` (all of whose work has finished and been flushed) of which no record
-// arrived: CUPTI's recording was switched off while they ran. They are forgotten once counted.
+// Launches that returned up to number `upto` (all of whose work has finished and been flushed since) of which no
+// record arrived: CUPTI's recording was switched off while they ran. They are forgotten once counted.
 static int unrecorded_launches(uint64_t upto) {
     std::lock_guard<std::mutex> lock(g_cupti.mu);
     int n = 0;
     for (auto it = g_cupti.unmatched.begin(); it != g_cupti.unmatched.end();)
-        if (it->second <= upto) ++n, it = g_cupti.unmatched.erase(it);
+        if (it->second > 0 && it->second <= upto) ++n, it = g_cupti.unmatched.erase(it);
         else ++it;
     return n;
 }
