@@ -8,7 +8,7 @@ below 1) on nearly every scenario. Prints |ratio - 1| p50 / p95 / max, the geome
 many A/A CIs miss 1 (their real coverage), the detection rate and the wall time of each run.
 
     python benchmarks/ab_experiment.py --suite hopper [--fast fa3] [--filter ID_PART] [--max-scenarios N]
-        [--policy warmup_ms=30,launcher_budget_ms=60]   (a candidate policy: does it keep the A/A figures?)
+        [--policy max_time_s=4,min_rounds=4]   (a candidate policy: does it keep the A/A figures?)
 """
 
 from __future__ import annotations

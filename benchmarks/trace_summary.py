@@ -86,9 +86,6 @@ def main(paths: list[str]) -> int:
         print("rounds: " + line)
     for line in clock_summary(paths):
         print("clock: " + line)
-    warm = total.get("warm-up", 0.0)
-    print(f"to confirm on the H200: warmup_ms 100 -> 30 (the GPU is already warm from the previous scenario's "
-          f"rounds): about {warm * 0.6:.0f} s of {warm:.0f} s; the A/A figures must stay as recorded")
     return 0
 
 

@@ -11,8 +11,10 @@ from solbench.core.errors import ConfigError
 class TimingPolicy:
     """How every implementation is timed; stored in each RunResult."""
 
-    warmup_ms: float = 100.0
-    """Warm-up by time (clocks ramp from idle; JIT and caches settle) before any sample."""
+    warmup_ms: float = 30.0
+    """Warm-up by time (clocks ramp from idle; JIT and caches settle) before any sample. 30 (was 100 until
+    2026-12-04): the GPU is already warm from the previous scenario's rounds; the A/A over `hopper` at 30 kept
+    p95 0.33 % (reports/timing-h200/session-2026-12-04i)."""
     round_samples: int = 3
     """Timed iterations per implementation per interleaved round."""
     min_rounds: int = 6
@@ -40,10 +42,10 @@ class TimingPolicy:
     host_check_tolerance: float = 0.5
     """Flag a sample whose event time is below (1 - this) x the host wall time of the synced call
     minus the measured host floor: work hidden on another stream."""
-    launcher_budget_ms: float = 100.0
+    launcher_budget_ms: float = 60.0
     """Rough device-time budget of the launcher-only A/B per implementation and scenario: repetitions
-    shrink for calls longer than ~1.7 ms (whose launcher overhead is negligible next to them), down to
-    one per part; shorter calls, where the launcher matters, get the full count."""
+    shrink for calls longer than ~1 ms (whose launcher overhead is negligible next to them), down to
+    one per part; shorter calls, where the launcher matters, get the full count (100 until 2026-12-04)."""
     launch_cover_ms: float = 0.25
     """At most this long the timing stream is held by a spin kernel (sized from the measured launch time)
     while the host issues the call, so launcher host time does not leak into event time; 0 disables."""
