@@ -728,6 +728,7 @@ struct Timer {
     std::vector<KernelRecord> last_kernels;  // the candidate's records of the latest iteration
     int stray = 0;  // the candidate's records that fell between timed iterations (a host thread's late work)
     int unmarked = 0;  // timed iterations whose own marks CUPTI did not record (recording switched off inside)
+    uint64_t own_launches = 0;  // the runner's own kernels launched while timing (the launch count must see them)
 
     void setup(const Config& c) {
         cfg = c;
@@ -757,13 +758,13 @@ struct Timer {
         if (!buf) return;
         if (cfg.flush_write) {
             fill ^= 1;
-            solbench_runner_flush_write<<<flush_blocks, 512>>>(buf, buf_int4, fill + 1);
+            solbench_runner_flush_write<<<flush_blocks, 512>>>(buf, buf_int4, fill + 1), ++own_launches;
         }
-        if (cfg.flush_read) solbench_runner_flush_read<<<flush_blocks, 512>>>(buf, buf_int4, sink);
+        if (cfg.flush_read) solbench_runner_flush_read<<<flush_blocks, 512>>>(buf, buf_int4, sink), ++own_launches;
     }
 
     void cover(double ms) {
-        if (cycles_per_ms > 0) solbench_runner_spin<<<1, 1>>>(std::max(1LL, (long long)(ms * cycles_per_ms)));
+        if (cycles_per_ms > 0) solbench_runner_spin<<<1, 1>>>(std::max(1LL, (long long)(ms * cycles_per_ms))), ++own_launches;
     }
 
     float elapsed(cudaEvent_t a, cudaEvent_t b) {
@@ -845,7 +846,7 @@ struct Timer {
         check_cuda("cudaStreamSynchronize", cudaStreamSynchronize(0));
         if (own_work) stray += count_stray(cupti_take(), do_flush);  // between calls only the runner's flush runs
         if (own_work && g_cupti.on && settle) {
-            solbench_runner_settle<<<1, 1>>>();
+            solbench_runner_settle<<<1, 1>>>(), ++own_launches;
             check_cuda("cudaStreamSynchronize", cudaStreamSynchronize(0));
         }
         bool marked = own_work && g_cupti.on;
@@ -855,13 +856,13 @@ struct Timer {
         if (cover_ms > 0) cover(cover_ms);
         cudaEventRecord(spun, 0);  // the spin's own length by events, for the trace (its rate comes from CUPTI)
         double ts = now_ms();
-        if (marked) solbench_runner_open<<<1, 1>>>();  // before the start event: never timed
+        if (marked) solbench_runner_open<<<1, 1>>>(), ++own_launches;  // before the start event: never timed
         cudaEventRecord(start, 0);
         double tc = now_ms();
         int code = call();
         double tr = now_ms();
         cudaEventRecord(end, 0);
-        if (marked) solbench_runner_mark<<<1, 1>>>();  // after the end event: never timed
+        if (marked) solbench_runner_mark<<<1, 1>>>(), ++own_launches;  // after the end event: never timed
         cudaError_t err = cudaDeviceSynchronize();
         double t1 = now_ms();
         if (err != cudaSuccess) fail_cuda("the candidate's call", err);
@@ -978,7 +979,7 @@ static void cmd_round(const std::vector<int>& order) {
     // candidate's work landing late (a host thread); after warm-up or a check it is their own work.
     g_timer.stray = 0;
     g_timer.unmarked = 0;
-    uint64_t launched_before = launches_so_far();
+    uint64_t launched_before = launches_so_far(), own_before = g_timer.own_launches;
     std::vector<KernelRecord> pending = cupti_take();
     if (g_after_round) g_timer.stray += g_timer.count_stray(pending, false);
     std::vector<double> dev, host, launch, cover, span, issued, work, outside, late;
@@ -999,6 +1000,10 @@ static void cmd_round(const std::vector<int>& order) {
     // Every launch since the runner started, up to here, must have left a record by now (warm-up's and checks'
     // included: their records arrive by this flush at the latest).
     int unrecorded = g_cupti.counting ? unrecorded_launches(launched) : 0;
+    // The callback must have seen at least the runner's own launches: fewer, and it was unsubscribed (say by a
+    // cuptiFinalize that the candidate followed with activity recording of its own).
+    uint64_t own = g_timer.own_launches - own_before, counted = launched - launched_before;
+    if (g_cupti.counting && counted < own) unrecorded += (int)(own - counted);
     if (!forbidden.empty()) return reply("forbidden", forbidden);
     std::string body = "{\"device_ms\":" + json_list(dev) + ",\"host_ms\":" + json_list(host) +
                        ",\"launch_ms\":" + json_list(launch) + ",\"cover_ms\":" + json_list(cover) +
