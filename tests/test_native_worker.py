@@ -30,6 +30,8 @@ FAKE = textwrap.dedent("""\
         print("load_failed lib.so: missing entry point `solbench_attention_forward`", flush=True); sys.exit(0)
     fdsock = [int(a[7:]) for a in sys.argv if a.startswith("fdsock=")]
     import stat
+    if mode != "silent":
+        print("ready " + json.dumps({{"cupti": True, "launch_count": mode != "uncounted"}}), flush=True)
     print("ok " + json.dumps({{"device": "cuda:0", "runner": "native", "host_floor_ms": 0.01,
                                "host_gap_slack_ms": 0.02, "cupti": True,
                                "fdsock": [stat.S_ISSOCK(os.fstat(n).st_mode) for n in fdsock]}}), flush=True)
@@ -54,7 +56,10 @@ FAKE = textwrap.dedent("""\
             raw = {{"device_ms": [1.0] * n, "host_ms": [1.05] * n, "launch_ms": [0.01] * n, "cover_ms": [0.02] * n,
                     "span_ms": [1.02] * n, "issued_ms": [0.03] * n, "flags": [], "work_span_ms": [0.99] * n,
                     "kernels": [{{"name": "attn", "grid": [1, 1, 1], "block": [128, 1, 1], "duration_ms": 0.99,
-                                  "stream": 7}}], "stray_kernels": 1 if mode == "stray" else 0}}
+                                  "stream": 7}}], "stray_kernels": 1 if mode == "stray" else 0,
+                    "unrecorded": 0, "launches": 6 * n, "foreign_launches": 0}}
+            if mode == "flipped":  # CUPTI said on before the load, then nothing of it in a round
+                raw = {{k: v for k, v in raw.items() if k not in ("work_span_ms", "kernels", "unrecorded")}}
             print("ok " + json.dumps(raw), flush=True)
         else:
             print("ok null", flush=True)
@@ -130,6 +135,19 @@ def test_kernels_landing_between_calls_are_work_outside_the_events(fake_runner, 
     assert WORK_OUTSIDE_EVENTS in reply["flags"]
 
 
+def test_rounds_are_held_to_what_cupti_recorded_before_the_candidate_loaded(fake_runner, tmp_path, monkeypatch):
+    """The runner says what CUPTI records before it loads the candidate; a round without that evidence (a
+    constructor switched the runner's own CUPTI state off, so it also describes itself as without) is blind."""
+    worker = _worker(fake_runner, tmp_path, monkeypatch)
+    assert worker.request("round", {"order": [0]}, 10)["flags"] == []
+    assert worker.description["before_load"] == {"cupti": True, "launch_count": True}
+    flipped = _worker(fake_runner, tmp_path, monkeypatch, "flipped").request("round", {"order": [0]}, 10)
+    assert CUPTI_BLIND in flipped["flags"]
+    with pytest.raises(WorkerFailure) as caught:  # a runner that never said it
+        _worker(fake_runner, tmp_path, monkeypatch, "silent").start(10)
+    assert caught.value.kind == "crash" and "before it loaded the candidate" in str(caught.value)
+
+
 def _raw(device, work=None, host=None, span=None):
     n = len(device)
     raw = {"device_ms": device, "host_ms": host or [d + 0.05 for d in device], "span_ms": span or device,
@@ -152,6 +170,13 @@ def test_flags_from_raw_numbers():
     # launches the driver-API callback counted whose work left no record: off only inside the call (toggles_cupti.cu)
     assert round_flags({**_raw([0.1, 0.1], work=[0.0, 0.0]), "unrecorded": 3}, FLOORS, 0.5) == [CUPTI_BLIND]
     assert round_flags({**_raw([0.1, 0.1], work=[0.05, 0.05]), "unrecorded": 0}, FLOORS, 0.5) == []
+    # a runner that counted launches before the candidate loaded and then leaves the count out of a round
+    counting = {**FLOORS, "before_load": {"cupti": True, "launch_count": True}}
+    assert round_flags(_raw([0.1, 0.1], work=[0.05, 0.05]), counting, 0.5) == [CUPTI_BLIND]
+    assert round_flags({**_raw([0.1, 0.1], work=[0.05, 0.05]), "unrecorded": 0}, counting, 0.5) == []
+    # launches into another CUDA context: work the runner's synchronize and events never see
+    assert round_flags({**_raw([0.1, 0.1], work=[0.05, 0.05]), "foreign_launches": 2}, FLOORS, 0.5) == [
+        WORK_OUTSIDE_EVENTS]
     # no CUPTI: the host-gap rule of the Python host, a majority of the round
     assert round_flags(_raw([0.1, 0.1, 0.1], host=[2.0, 2.0, 0.2], span=[0.1] * 3), FLOORS, 0.5) == [HOST_GAP]
     assert round_flags(_raw([0.1, 0.1, 0.1], host=[2.0, 0.2, 0.2], span=[0.1] * 3), FLOORS, 0.5) == []

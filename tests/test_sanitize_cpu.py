@@ -118,6 +118,7 @@ FAKE_RUNNER = textwrap.dedent("""\
     #!{python}
     import json, os, sys
     mode = os.environ.get("FAKE_MODE", "")
+    print("ready " + json.dumps({{"cupti": False, "launch_count": False}}), flush=True)
     print("ok " + json.dumps({{"device": "cuda:0", "runner": "native", "cupti": False}}), flush=True)
     copies = open(os.environ["FAKE_COPIES"], "a")
     lines = iter(sys.stdin)

@@ -31,7 +31,7 @@ from solbench.supervisor.python_worker import WorkerFailure
 
 WORK_OUTSIDE_EVENTS = "work_outside_events"
 """Flag: CUPTI saw the call's own kernels or copies (any stream) run outside its start/end events, or land
-between timed calls."""
+between timed calls, or the candidate launched work in another CUDA context than the runner's."""
 CUPTI_BLIND = "cupti_blind"
 """Flag: CUPTI did not record the runner's own marks in a timed call, or a kernel or graph launch it counted
 (driver-API callback) left no record of its work: recording was switched off or disturbed from inside the
@@ -112,12 +112,17 @@ def round_flags(raw: dict, floors: dict, tolerance: float) -> list[str]:
     if gap_in_batch(gaps):
         flags.add(HOST_GAP)
     spans = raw.get("work_span_ms")
+    before = floors.get("before_load") or {}
+    if before.get("cupti") is True and spans is None:  # CUPTI recorded before the candidate loaded, and now not
+        flags.add(CUPTI_BLIND)
     if spans is not None:
         longer = [work > dev * (1 + SPAN_TOLERANCE) + SPAN_SLACK_MS for work, dev in zip(spans, raw["device_ms"])]
         outside = [ms > OUTSIDE_SLACK_MS for ms in raw.get("outside_ms", ())]
-        if any(longer) or any(outside) or raw.get("stray_kernels", 0):
+        if any(longer) or any(outside) or raw.get("stray_kernels", 0) or raw.get("foreign_launches", 0):
             flags.add(WORK_OUTSIDE_EVENTS)
-        if raw.get("unmarked", 0) or raw.get("unrecorded", 0):
+        # A runner that counted launches before the candidate loaded must say, every round, how many left no record.
+        uncounted = before.get("launch_count") is True and not isinstance(raw.get("unrecorded"), int)
+        if raw.get("unmarked", 0) or raw.get("unrecorded", 0) or uncounted:
             flags.add(CUPTI_BLIND)
     return sorted(flags)
 
@@ -214,13 +219,22 @@ class NativeWorker:
                 self._fds = None
         self._buffer = b""
         status, body = self._reply("load", timeout_s + self.setup_s)
+        before = None
+        if status == "ready":  # what CUPTI records, said before the candidate was loaded
+            before = json.loads(body)
+            status, body = self._reply("load", timeout_s + self.setup_s)
         if status == "load_failed":
             self.stop(kill=True)
             raise WorkerFailure("load", f"{self.spec.name}: {body}")
         if status != "ok":
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: the native runner did not start: {body}")
-        self.description = json.loads(body)
+        if before is None:
+            self.stop(kill=True)
+            raise WorkerFailure("crash", f"{self.spec.name}: the native runner did not say what CUPTI records before "
+                                         f"it loaded the candidate")
+        # Held against every round (round_flags), whatever the runner says of itself once the candidate is loaded.
+        self.description = {**json.loads(body), "before_load": before}
 
     def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
         from solbench.gpu import device_memory
@@ -332,7 +346,7 @@ class NativeWorker:
             out["telemetry"]["kernels"] = raw["kernels"]
             out["telemetry"]["stray_kernels"] = raw.get("stray_kernels", 0)
             out["telemetry"]["cupti"] = {k: raw.get(k) for k in ("work_span_ms", "outside_ms", "late_open_ms", "cover_ms",
-                                                                 "launch_ms", "launches", "unrecorded")}
+                                                                 "launch_ms", "launches", "unrecorded", "foreign_launches")}
         return out
 
     def _ask(self, line: str, timeout_s: float):

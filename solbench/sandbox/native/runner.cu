@@ -290,6 +290,14 @@ struct KernelRecord {
     uint32_t correlation;  // the API call that issued it (a graph's work carries its launch's)
 };
 
+// A launch the driver-API callback counted, until a record of its work arrives.
+struct Launch {
+    uint64_t entered = 0;   // the order in which launch calls were entered
+    uint64_t returned = 0;  // 0 while its call runs, then the order in which launch calls returned
+    bool needs_kernel = true;  // only a kernel record clears it (a memset or copy record of the same call does not)
+    CUstream stream = nullptr;  // as the call named it, read at entry (the caller's memory may change by its exit)
+};
+
 struct Cupti {
     bool on = false;
     std::string why_off = "not tried";
@@ -299,13 +307,20 @@ struct Cupti {
     std::mutex mu;
     std::vector<KernelRecord> records;
     // Every kernel or graph launch in the process, counted by a driver-API callback (which switching activity
-    // recording off does not stop), by correlation id until a record of its work arrives (toggles_cupti.cu).
+    // recording off does not stop), by correlation id until a complete kernel record of its work arrives
+    // (toggles_cupti.cu); launches in another context than the runner's are counted apart (their work is not
+    // waited for by the runner's synchronize, nor timed by its events).
     bool counting = false;
     std::string why_not_counting = "not tried";
-    // correlation id -> 0 while its launch call runs, then the order in which the calls returned
-    std::unordered_map<uint32_t, uint64_t> unmatched;
-    uint64_t launches = 0;
+    std::unordered_map<uint32_t, Launch> unmatched;  // by correlation id
+    std::unordered_map<CUgraphExec, bool> exec_kernels;  // graph execs made since: does one run kernels?
+    uint64_t entered = 0, launches = 0;
+    int foreign = 0;  // launches into another context
+    CUcontext context = nullptr;  // the runner's
     CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+    CUresult (*graph_nodes)(CUgraph, CUgraphNode*, size_t*) = nullptr;
+    CUresult (*node_type)(CUgraphNode, CUgraphNodeType*) = nullptr;
+    CUresult (*child_graph)(CUgraphNode, CUgraph*) = nullptr;
 };
 static Cupti g_cupti;
 
@@ -334,7 +349,10 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext, uint32_t, uint8_t* buffer
         } else {
             continue;
         }
-        g_cupti.unmatched.erase(k.correlation);
+        // A forced flush can hand over a record of work still running (no end yet): it clears no launch.
+        auto it = g_cupti.unmatched.find(k.correlation);
+        if (it != g_cupti.unmatched.end() && k.start_ns > 0 && k.end_ns >= k.start_ns && (!k.copy || !it->second.needs_kernel))
+            g_cupti.unmatched.erase(it);
         g_cupti.records.push_back(k);
     }
     free(buffer);
@@ -347,20 +365,32 @@ struct LaunchKernelExArgs { const CUlaunchConfig* config; };
 struct LaunchGridAsyncArgs { CUfunction f; int width, height; CUstream stream; };
 struct GraphLaunchArgs { CUgraphExec exec; CUstream stream; };
 
-// The stream a launch call named, for the calls that name one (nullptr otherwise: the legacy stream).
+static bool per_thread(CUpti_CallbackId cbid) {
+    return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+}
+
+// The stream a launch call named (the legacy stream for the calls that name none; the per-thread stream for a
+// null stream in the _ptsz forms).
 static CUstream launch_stream(CUpti_CallbackId cbid, const void* params) {
+    CUstream stream = nullptr;
     switch (cbid) {
         case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
         case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
         case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: return ((const LaunchKernelArgs*)params)->stream;
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: stream = ((const LaunchKernelArgs*)params)->stream; break;
         case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: return ((const LaunchKernelExArgs*)params)->config->hStream;
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync: return ((const LaunchGridAsyncArgs*)params)->stream;
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+            const CUlaunchConfig* config = ((const LaunchKernelExArgs*)params)->config;
+            stream = config ? config->hStream : nullptr;
+            break;
+        }
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync: stream = ((const LaunchGridAsyncArgs*)params)->stream; break;
         case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-        case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: return ((const GraphLaunchArgs*)params)->stream;
-        default: return nullptr;
+        case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: stream = ((const GraphLaunchArgs*)params)->stream; break;
+        default: break;
     }
+    return !stream && per_thread(cbid) ? CU_STREAM_PER_THREAD : stream;
 }
 
 static const CUpti_CallbackId LAUNCH_CBIDS[] = {
@@ -371,45 +401,94 @@ static const CUpti_CallbackId LAUNCH_CBIDS[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
 
+// Does a graph run a kernel (a kernel node, in it or in a child graph; a conditional node counts as one: what it
+// runs is decided on the device)? Only then must its launch leave a kernel record.
+static bool graph_runs_kernels(CUgraph graph, int depth = 0) {
+    size_t n = 0;
+    if (depth > 16 || g_cupti.graph_nodes(graph, nullptr, &n) != CUDA_SUCCESS) return true;
+    std::vector<CUgraphNode> nodes(n);
+    if (n && g_cupti.graph_nodes(graph, nodes.data(), &n) != CUDA_SUCCESS) return true;
+    for (CUgraphNode node : nodes) {
+        CUgraphNodeType type;
+        if (g_cupti.node_type(node, &type) != CUDA_SUCCESS) return true;
+        if (type == CU_GRAPH_NODE_TYPE_KERNEL || type == CU_GRAPH_NODE_TYPE_CONDITIONAL) return true;
+        CUgraph child;
+        if (type == CU_GRAPH_NODE_TYPE_GRAPH &&
+            (g_cupti.child_graph(node, &child) != CUDA_SUCCESS || graph_runs_kernels(child, depth + 1)))
+            return true;
+    }
+    return false;
+}
+
 // A launch is noted at its entry (no record can precede it), dropped at its exit when it failed or went into a
-// stream capture (captured work runs, and is recorded, under the graph launch that replays it), and numbered at
-// its exit otherwise: only a launch that returned before a device synchronize is sure to have run by its end.
+// stream capture (captured work runs, and is recorded, under the graph launch that replays it; a stream whose
+// capture state cannot be read counts as not capturing), and numbered at its exit otherwise: only a launch that
+// returned before a device synchronize is sure to have run by its end. A graph that runs no kernel is not counted.
 static void CUPTIAPI cupti_on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        if (cbid != CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) return;
+        auto* graph = (const CUpti_GraphData*)((const CUpti_ResourceData*)data)->resourceDescriptor;
+        bool kernels = !graph || !graph->graph || graph_runs_kernels(graph->graph);
+        std::lock_guard<std::mutex> lock(g_cupti.mu);
+        if (graph) g_cupti.exec_kernels[graph->graphExec] = kernels;
+        return;
+    }
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     auto* info = (const CUpti_CallbackData*)data;
+    bool graph = cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
     if (info->callbackSite == CUPTI_API_ENTER) {
+        Launch launch;
+        launch.stream = launch_stream(cbid, info->functionParams);
         std::lock_guard<std::mutex> lock(g_cupti.mu);
-        g_cupti.unmatched[info->correlationId] = 0;
+        if (info->context != g_cupti.context) { ++g_cupti.foreign; return; }
+        if (graph) {
+            auto known = g_cupti.exec_kernels.find(((const GraphLaunchArgs*)info->functionParams)->exec);
+            if (known != g_cupti.exec_kernels.end() && !known->second) return;  // no kernel to leave a record
+        }
+        launch.entered = ++g_cupti.entered;
+        g_cupti.unmatched[info->correlationId] = launch;
         return;
     }
     bool failed = info->functionReturnValue && *(const CUresult*)info->functionReturnValue != CUDA_SUCCESS;
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUstream stream = launch_stream(cbid, info->functionParams);
-    bool captured = !failed && g_cupti.is_capturing &&
-                    (g_cupti.is_capturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE);
-    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    std::unique_lock<std::mutex> lock(g_cupti.mu);
     ++g_cupti.launches;
     auto it = g_cupti.unmatched.find(info->correlationId);
-    if (it == g_cupti.unmatched.end()) return;  // its record came first
+    if (it == g_cupti.unmatched.end()) return;  // its record came first, or it is not counted
+    CUstream stream = it->second.stream;
+    lock.unlock();
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    bool captured = !failed && g_cupti.is_capturing(stream, &capture) == CUDA_SUCCESS &&
+                    capture != CU_STREAM_CAPTURE_STATUS_NONE;
+    lock.lock();
+    it = g_cupti.unmatched.find(info->correlationId);
+    if (it == g_cupti.unmatched.end()) return;
     if (failed || captured) g_cupti.unmatched.erase(it);
-    else it->second = g_cupti.launches;
+    else it->second.returned = g_cupti.launches;
 }
 
 static void count_launches() {
     void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    g_cupti.is_capturing = driver ? (decltype(g_cupti.is_capturing))dlsym(driver, "cuStreamIsCapturing") : nullptr;
-    if (!g_cupti.is_capturing) { g_cupti.why_not_counting = "libcuda.so.1 lacks cuStreamIsCapturing"; return; }
-    CUpti_SubscriberHandle subscriber;
+    auto find = [&](auto** fn, const char* name) {
+        *fn = driver ? reinterpret_cast<std::remove_reference_t<decltype(*fn)>>(dlsym(driver, name)) : nullptr;
+        return *fn != nullptr;
+    };
+    CUresult (*current)(CUcontext*) = nullptr;
+    if (!find(&g_cupti.is_capturing, "cuStreamIsCapturing") || !find(&g_cupti.graph_nodes, "cuGraphGetNodes") ||
+        !find(&g_cupti.node_type, "cuGraphNodeGetType") || !find(&g_cupti.child_graph, "cuGraphChildGraphNodeGetGraph") ||
+        !find(&current, "cuCtxGetCurrent") || current(&g_cupti.context) != CUDA_SUCCESS) {
+        g_cupti.why_not_counting = "libcuda.so.1 lacks a call the launch count needs";
+        return;
+    }
+    CUpti_SubscriberHandle subscriber;  // kept nowhere: nothing in the runner's memory leads to it
     auto& a = g_cupti.api;
     if (a.subscribe(&subscriber, cupti_on_launch, nullptr) != CUPTI_SUCCESS) {
         g_cupti.why_not_counting = "CUPTI callbacks taken by another subscriber (a profiler or sanitizer)";
         return;
     }
+    bool ok = a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) == CUPTI_SUCCESS;
     for (CUpti_CallbackId cbid : LAUNCH_CBIDS)
-        if (a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) != CUPTI_SUCCESS) {
-            g_cupti.why_not_counting = "CUPTI refused a launch callback";
-            return;
-        }
+        ok = ok && a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS;
+    if (!ok) { g_cupti.why_not_counting = "CUPTI refused a launch callback"; return; }
     g_cupti.counting = true;
 }
 
@@ -433,14 +512,32 @@ static void cupti_start(const Config&) { g_cupti.why_off = "built without the CU
 #endif
 
 // Launches that returned up to number `upto` (all of whose work has finished and been flushed since) of which no
-// record arrived: CUPTI's recording was switched off while they ran. They are forgotten once counted.
-static int unrecorded_launches(uint64_t upto) {
+// complete record arrived, and launches entered up to number `entered_by` that never returned: CUPTI's recording
+// was switched off while they ran, or a launch call was left (a thread stopped inside the driver). Forgotten once
+// counted.
+static int unrecorded_launches(uint64_t upto, uint64_t entered_by) {
     std::lock_guard<std::mutex> lock(g_cupti.mu);
     int n = 0;
-    for (auto it = g_cupti.unmatched.begin(); it != g_cupti.unmatched.end();)
-        if (it->second > 0 && it->second <= upto) ++n, it = g_cupti.unmatched.erase(it);
-        else ++it;
+    for (auto it = g_cupti.unmatched.begin(); it != g_cupti.unmatched.end();) {
+        const Launch& l = it->second;
+        if ((l.returned > 0 && l.returned <= upto) || (l.returned == 0 && l.entered <= entered_by))
+            ++n, it = g_cupti.unmatched.erase(it);
+        else
+            ++it;
+    }
     return n;
+}
+
+static int foreign_launches() {
+    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    int n = g_cupti.foreign;
+    g_cupti.foreign = 0;
+    return n;
+}
+
+static uint64_t entered_so_far() {
+    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    return g_cupti.entered;
 }
 
 static uint64_t launches_so_far() {
@@ -979,7 +1076,7 @@ static void cmd_round(const std::vector<int>& order) {
     // candidate's work landing late (a host thread); after warm-up or a check it is their own work.
     g_timer.stray = 0;
     g_timer.unmarked = 0;
-    uint64_t launched_before = launches_so_far(), own_before = g_timer.own_launches;
+    uint64_t launched_before = launches_so_far(), entered_before = entered_so_far(), own_before = g_timer.own_launches;
     std::vector<KernelRecord> pending = cupti_take();
     if (g_after_round) g_timer.stray += g_timer.count_stray(pending, false);
     std::vector<double> dev, host, launch, cover, span, issued, work, outside, late;
@@ -999,7 +1096,8 @@ static void cmd_round(const std::vector<int>& order) {
     g_timer.stray += g_timer.count_stray(cupti_take(), false);  // work the last call left to land after it
     // Every launch since the runner started, up to here, must have left a record by now (warm-up's and checks'
     // included: their records arrive by this flush at the latest).
-    int unrecorded = g_cupti.counting ? unrecorded_launches(launched) : 0;
+    int unrecorded = g_cupti.counting ? unrecorded_launches(launched, entered_before) : 0;
+    int foreign = g_cupti.counting ? foreign_launches() : 0;
     // The callback must have seen at least the runner's own launches: fewer, and it was unsubscribed (say by a
     // cuptiFinalize that the candidate followed with activity recording of its own).
     uint64_t own = g_timer.own_launches - own_before, counted = launched - launched_before;
@@ -1017,7 +1115,8 @@ static void cmd_round(const std::vector<int>& order) {
                 ",\"stray_kernels\":" + std::to_string(g_timer.stray) +
                 ",\"unmarked\":" + std::to_string(g_timer.unmarked) +
                 (g_cupti.counting ? ",\"unrecorded\":" + std::to_string(unrecorded) +
-                                    ",\"launches\":" + std::to_string(launched - launched_before) : "");
+                                    ",\"launches\":" + std::to_string(launched - launched_before) +
+                                    ",\"foreign_launches\":" + std::to_string(foreign) : "");
     reply("ok", body + "}");
 }
 
@@ -1196,6 +1295,10 @@ int main(int argc, char** argv) {
     cupti_start(cfg);
     g_timer.setup(cfg);  // floors and the cover, before any candidate code exists in this process
     if (!cfg.writable.empty()) g_sandbox = confine(cfg.writable);
+    // What CUPTI records before any candidate code runs: the supervisor holds every round to it (a constructor
+    // that switches the runner's own state off would otherwise only change what the runner says of itself).
+    reply("ready", format("{\"cupti\":%s,\"launch_count\":%s}", g_cupti.on ? "true" : "false",
+                          g_cupti.counting ? "true" : "false"));
     std::string why = load_candidate(cfg, &g_cand);
     if (!why.empty()) { reply("load_failed", why); return 0; }
     reply("ok", describe());
