@@ -94,7 +94,7 @@ PY
   honest)  # each honest example against the seed on smoke and on every suite S.., then the seed alone on S..
     shift
     for s in smoke "$@"; do
-      for f in reference_kernels/examples/retiled_seed.cu reference_kernels/examples/workspace_seed.cu; do
+      for f in reference_kernels/examples/retiled_seed.cu reference_kernels/examples/workspace_seed.cu reference_kernels/examples/graph_seed.cu; do
         name="$(basename "$f" .cu)-$s"
         timeout -s INT "${HONEST_BUDGET:-300}" python3 -m solbench run "$f" --suite "$s" --baselines none --quick \
           --runner native --json --out "/tmp/honest-$name" > "$out/honest-$name.json" 2> "/tmp/honest-$name.log"
