@@ -20,6 +20,7 @@ struct CuptiApi {
     CUptiResult (*get_next_record)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
     CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
     CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) = nullptr;
+    CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;
 };
 
 // "" when every entry point was found in the library named by $SOLBENCH_CUPTI_LIB (or the usual names).
@@ -36,8 +37,9 @@ inline std::string load_cupti(CuptiApi* api) {
     api->get_next_record = (decltype(api->get_next_record))dlsym(lib, "cuptiActivityGetNextRecord");
     api->subscribe = (decltype(api->subscribe))dlsym(lib, "cuptiSubscribe");
     api->enable_callback = (decltype(api->enable_callback))dlsym(lib, "cuptiEnableCallback");
+    api->callback_name = (decltype(api->callback_name))dlsym(lib, "cuptiGetCallbackName");
     if (!api->register_callbacks || !api->enable || !api->flush_all || !api->get_next_record ||
-        !api->subscribe || !api->enable_callback)
+        !api->subscribe || !api->enable_callback || !api->callback_name)
         return "libcupti lacks the activity or callback API";
     return "";
 }

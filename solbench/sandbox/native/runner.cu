@@ -365,9 +365,10 @@ struct LaunchKernelExArgs { const CUlaunchConfig* config; };
 struct LaunchGridAsyncArgs { CUfunction f; int width, height; CUstream stream; };
 struct GraphLaunchArgs { CUgraphExec exec; CUstream stream; };
 
-static bool per_thread(CUpti_CallbackId cbid) {
-    return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
-           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+static bool per_thread(CUpti_CallbackId cbid) {  // the _ptsz / _ptds forms: a null stream is the thread's own
+    const char* name = nullptr;
+    return g_cupti.api.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS &&
+           name && (strstr(name, "_ptsz") || strstr(name, "_ptds"));
 }
 
 // The stream a launch call named (the legacy stream for the calls that name none; the per-thread stream for a
@@ -392,6 +393,78 @@ static CUstream launch_stream(CUpti_CallbackId cbid, const void* params) {
     }
     return !stream && per_thread(cbid) ? CU_STREAM_PER_THREAD : stream;
 }
+
+// Copies and memsets, by their arguments' layout up to the size and the stream.
+struct Copy1DArgs { uint64_t dst, src; size_t bytes; CUstream stream; };       // cuMemcpy{,HtoD,DtoH,DtoD}[Async]
+struct Memset1DArgs { uint64_t dst; unsigned value; size_t count; CUstream stream; };  // cuMemsetD{8,16,32}[Async]
+struct Memset2DArgs { uint64_t dst; size_t pitch; unsigned value; size_t width, height; CUstream stream; };
+struct Copy2DArgs { const CUDA_MEMCPY2D* copy; CUstream stream; };
+struct Copy3DArgs { const CUDA_MEMCPY3D* copy; CUstream stream; };
+
+#define SB_CBID(name) CUPTI_DRIVER_TRACE_CBID_##name
+enum CopyShape { NOT_A_COPY, COPY_1D, COPY_1D_SYNC, MEMSET_1D, MEMSET_1D_SYNC, MEMSET_2D, MEMSET_2D_SYNC, COPY_2D,
+                 COPY_2D_SYNC, COPY_3D, COPY_3D_SYNC };
+
+static CopyShape copy_shape(CUpti_CallbackId cbid) {
+    switch (cbid) {
+        case SB_CBID(cuMemcpyAsync): case SB_CBID(cuMemcpyAsync_ptsz):
+        case SB_CBID(cuMemcpyHtoDAsync_v2): case SB_CBID(cuMemcpyHtoDAsync_v2_ptsz):
+        case SB_CBID(cuMemcpyDtoHAsync_v2): case SB_CBID(cuMemcpyDtoHAsync_v2_ptsz):
+        case SB_CBID(cuMemcpyDtoDAsync_v2): case SB_CBID(cuMemcpyDtoDAsync_v2_ptsz): return COPY_1D;
+        case SB_CBID(cuMemcpy): case SB_CBID(cuMemcpy_ptds): case SB_CBID(cuMemcpyHtoD_v2): case SB_CBID(cuMemcpyHtoD_v2_ptds):
+        case SB_CBID(cuMemcpyDtoH_v2): case SB_CBID(cuMemcpyDtoH_v2_ptds):
+        case SB_CBID(cuMemcpyDtoD_v2): case SB_CBID(cuMemcpyDtoD_v2_ptds): return COPY_1D_SYNC;
+        case SB_CBID(cuMemsetD8Async): case SB_CBID(cuMemsetD8Async_ptsz): case SB_CBID(cuMemsetD16Async):
+        case SB_CBID(cuMemsetD16Async_ptsz): case SB_CBID(cuMemsetD32Async): case SB_CBID(cuMemsetD32Async_ptsz):
+            return MEMSET_1D;
+        case SB_CBID(cuMemsetD8_v2): case SB_CBID(cuMemsetD8_v2_ptds): case SB_CBID(cuMemsetD16_v2):
+        case SB_CBID(cuMemsetD16_v2_ptds): case SB_CBID(cuMemsetD32_v2): case SB_CBID(cuMemsetD32_v2_ptds):
+            return MEMSET_1D_SYNC;
+        case SB_CBID(cuMemsetD2D8Async): case SB_CBID(cuMemsetD2D8Async_ptsz): case SB_CBID(cuMemsetD2D16Async):
+        case SB_CBID(cuMemsetD2D16Async_ptsz): case SB_CBID(cuMemsetD2D32Async): case SB_CBID(cuMemsetD2D32Async_ptsz):
+            return MEMSET_2D;
+        case SB_CBID(cuMemsetD2D8_v2): case SB_CBID(cuMemsetD2D8_v2_ptds): case SB_CBID(cuMemsetD2D16_v2):
+        case SB_CBID(cuMemsetD2D16_v2_ptds): case SB_CBID(cuMemsetD2D32_v2): case SB_CBID(cuMemsetD2D32_v2_ptds):
+            return MEMSET_2D_SYNC;
+        case SB_CBID(cuMemcpy2DAsync_v2): case SB_CBID(cuMemcpy2DAsync_v2_ptsz): return COPY_2D;
+        case SB_CBID(cuMemcpy2D_v2): case SB_CBID(cuMemcpy2D_v2_ptds): case SB_CBID(cuMemcpy2DUnaligned_v2):
+        case SB_CBID(cuMemcpy2DUnaligned_v2_ptds): return COPY_2D_SYNC;
+        case SB_CBID(cuMemcpy3DAsync_v2): case SB_CBID(cuMemcpy3DAsync_v2_ptsz): return COPY_3D;
+        case SB_CBID(cuMemcpy3D_v2): case SB_CBID(cuMemcpy3D_v2_ptds): return COPY_3D_SYNC;
+        default: return NOT_A_COPY;
+    }
+}
+
+// A copy's or memset's bytes (0: nothing to record) and stream (the legacy stream for the synchronous forms).
+static size_t copy_bytes(CopyShape shape, const void* params, CUstream* stream) {
+    switch (shape) {
+        case COPY_1D: *stream = ((const Copy1DArgs*)params)->stream; [[fallthrough]];
+        case COPY_1D_SYNC: return ((const Copy1DArgs*)params)->bytes;
+        case MEMSET_1D: *stream = ((const Memset1DArgs*)params)->stream; [[fallthrough]];
+        case MEMSET_1D_SYNC: return ((const Memset1DArgs*)params)->count;
+        case MEMSET_2D: *stream = ((const Memset2DArgs*)params)->stream; [[fallthrough]];
+        case MEMSET_2D_SYNC: return ((const Memset2DArgs*)params)->width * ((const Memset2DArgs*)params)->height;
+        case COPY_2D: *stream = ((const Copy2DArgs*)params)->stream; [[fallthrough]];
+        case COPY_2D_SYNC: {
+            const CUDA_MEMCPY2D* c = ((const Copy2DArgs*)params)->copy;
+            return c ? c->WidthInBytes * c->Height : 0;
+        }
+        case COPY_3D: *stream = ((const Copy3DArgs*)params)->stream; [[fallthrough]];
+        case COPY_3D_SYNC: {
+            const CUDA_MEMCPY3D* c = ((const Copy3DArgs*)params)->copy;
+            return c ? c->WidthInBytes * c->Height * c->Depth : 0;
+        }
+        default: return 0;
+    }
+}
+
+static std::vector<CUpti_CallbackId> copy_cbids() {
+    std::vector<CUpti_CallbackId> out;
+    for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid)
+        if (copy_shape(cbid) != NOT_A_COPY) out.push_back(cbid);
+    return out;
+}
+#undef SB_CBID
 
 static const CUpti_CallbackId LAUNCH_CBIDS[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunch, CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid, CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
@@ -438,9 +511,16 @@ static void CUPTIAPI cupti_on_launch(void*, CUpti_CallbackDomain domain, CUpti_C
     bool graph = cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
     if (info->callbackSite == CUPTI_API_ENTER) {
         Launch launch;
-        launch.stream = launch_stream(cbid, info->functionParams);
+        CopyShape shape = copy_shape(cbid);
+        if (shape != NOT_A_COPY) {  // any finished record of its own clears it; one of nothing is not counted
+            launch.needs_kernel = false;
+            if (copy_bytes(shape, info->functionParams, &launch.stream) == 0) return;
+            if (!launch.stream && per_thread(cbid)) launch.stream = CU_STREAM_PER_THREAD;
+        } else {
+            launch.stream = launch_stream(cbid, info->functionParams);
+        }
         std::lock_guard<std::mutex> lock(g_cupti.mu);
-        if (info->context != g_cupti.context) { ++g_cupti.foreign; return; }
+        if (info->context && info->context != g_cupti.context) { ++g_cupti.foreign; return; }
         if (graph) {
             auto known = g_cupti.exec_kernels.find(((const GraphLaunchArgs*)info->functionParams)->exec);
             if (known != g_cupti.exec_kernels.end() && !known->second) return;  // no kernel to leave a record
@@ -487,6 +567,8 @@ static void count_launches() {
     }
     bool ok = a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) == CUPTI_SUCCESS;
     for (CUpti_CallbackId cbid : LAUNCH_CBIDS)
+        ok = ok && a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS;
+    for (CUpti_CallbackId cbid : copy_cbids())
         ok = ok && a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS;
     if (!ok) { g_cupti.why_not_counting = "CUPTI refused a launch callback"; return; }
     g_cupti.counting = true;
