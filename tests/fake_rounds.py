@@ -18,11 +18,11 @@ class Copies:
         pass
 
 
-def candidate_flags(candidate, comparators: dict, round_samples: int) -> tuple[str, ...]:
+def candidate_flags(candidate, comparators: dict, round_samples: int, launcher_ab: bool = False) -> tuple[str, ...]:
     from solbench.core.policy import TimingPolicy
     from solbench.supervisor.rounds import time_interleaved
 
     workers = {"candidate": candidate, **comparators}
-    policy = TimingPolicy(warmup_ms=0, round_samples=round_samples, min_rounds=2, max_rounds=2, launcher_ab=False)
+    policy = TimingPolicy(warmup_ms=0, round_samples=round_samples, min_rounds=2, max_rounds=2, launcher_ab=launcher_ab)
     measurements, _ = time_interleaved(workers, {n: Copies() for n in workers}, policy, 5.0, "cuda_events")
     return measurements["candidate"].flags

@@ -44,7 +44,8 @@ def test_every_malformed_round_is_named():
 def test_every_malformed_split_is_named():
     bad = [None, {**GOOD_SPLIT, "eager_host_ms": "1"}, {**GOOD_SPLIT, "overhead_ms": math.nan},
            {**GOOD_SPLIT, "graph_device_ms": -1.0}, {**GOOD_SPLIT, "graph_error": 3},
-           {k: v for k, v in GOOD_SPLIT.items() if k != "host_floor_ms"}, {**GOOD_SPLIT, "extra": math.nan}]
+           {k: v for k, v in GOOD_SPLIT.items() if k != "host_floor_ms"}, {**GOOD_SPLIT, "extra": math.nan},
+           {**GOOD_SPLIT, "unrecorded": -1}, {**GOOD_SPLIT, "unrecorded": 1.5}]
     assert all(split_problem(reply) for reply in bad)
 
 

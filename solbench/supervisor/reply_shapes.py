@@ -86,6 +86,9 @@ def split_problem(reply) -> str | None:
         return "graph_device_ms is neither null nor a finite non-negative number"
     if not isinstance(reply.get("graph_error", ""), str):
         return "graph_error is not a string"
+    unrecorded = reply.get("unrecorded", 0)
+    if type(unrecorded) is not int or unrecorded < 0:
+        return "unrecorded is not a count"
     if why := _not_json(reply):  # the whole reply is recorded (telemetry["launcher"]), extra keys included
         return why
     return None
