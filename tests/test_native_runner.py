@@ -82,6 +82,42 @@ int main() {{
     assert lines[3] == ("signal 0" if abi >= 6 else "signal 1"), lines
 
 
+def test_the_runners_candidate_starts_threads_but_no_process(tmp_path):
+    """confine.h's forbid_processes (applied with the confinement, before the candidate loads), compiled alone
+    and tried on a CPU: a thread starts; fork, posix_spawn, system and execve do not."""
+    from pathlib import Path
+
+    header = Path(__file__).resolve().parents[1] / "solbench" / "sandbox" / "native" / "confine.h"
+    source = tmp_path / "try.cpp"
+    source.write_text(f'''#include "{header}"
+#include <thread>
+#include <spawn.h>
+extern char** environ;
+int main() {{
+    printf("%s\\n", forbid_processes().c_str());
+    int ran = 0;
+    std::thread t([&] {{ ran = 1; }});
+    t.join();
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    char* argv[] = {{(char*)"/bin/true", nullptr}};
+    pid_t child;
+    int spawned = posix_spawn(&child, "/bin/true", nullptr, nullptr, argv, environ) == 0;
+    int shell = system("true") == 0;
+    execve("/bin/true", argv, environ);
+    printf("thread %d fork %d spawn %d system %d exec 0\\n", ran, pid > 0, spawned, shell);
+}}
+''')
+    exe = tmp_path / "try"
+    subprocess.run(["nvcc", "-std=c++17", str(source), "-o", str(exe)], check=True, capture_output=True)
+    lines = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    if lines[0].startswith("processes not forbidden"):  # no seccomp here: said so, and nothing else changed
+        assert len(lines) == 1, lines  # execve replaced the program
+        return
+    assert lines == ["no new processes (seccomp: fork, exec and clone without CLONE_THREAD refused)",
+                     "thread 1 fork 0 spawn 0 system 0 exec 0"], lines
+
+
 def test_the_runner_receives_the_fds_in_the_order_they_were_sent(tmp_path):
     """fd_receive.h (how the runner takes the tensors' fds off its socket), compiled alone and fed by
     solbench.gpu.ipc.send_fds: every fd arrives, in order, past a batch boundary; an empty message is

@@ -1381,7 +1381,11 @@ int main(int argc, char** argv) {
     }
     cupti_start(cfg);
     g_timer.setup(cfg);  // floors and the cover, before any candidate code exists in this process
-    if (!cfg.writable.empty()) g_sandbox = confine(cfg.writable);
+    if (!cfg.writable.empty()) {
+        g_sandbox = confine(cfg.writable);
+        // Not under `solbench profile`: the profiler's library in the process may start its own helpers.
+        if (!getenv("SOLBENCH_PROFILE_CHECK")) g_sandbox += "; " + forbid_processes();
+    }
     // What CUPTI records before any candidate code runs: the supervisor holds every round to it (a constructor
     // that switches the runner's own state off would otherwise only change what the runner says of itself).
     reply("ready", format("{\"cupti\":%s,\"launch_count\":%s}", g_cupti.on ? "true" : "false",
