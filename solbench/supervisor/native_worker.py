@@ -346,7 +346,8 @@ class NativeWorker:
             out["telemetry"]["kernels"] = raw["kernels"]
             out["telemetry"]["stray_kernels"] = raw.get("stray_kernels", 0)
             out["telemetry"]["cupti"] = {k: raw.get(k) for k in ("work_span_ms", "outside_ms", "late_open_ms", "cover_ms",
-                                                                 "launch_ms", "launches", "unrecorded", "foreign_launches")}
+                                                                 "launch_ms", "launches", "unrecorded", "foreign_launches",
+                                                                 "dropped_records")}
         return out
 
     def _ask(self, line: str, timeout_s: float):

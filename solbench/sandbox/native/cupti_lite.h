@@ -21,6 +21,7 @@ struct CuptiApi {
     CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
     CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) = nullptr;
     CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;
+    CUptiResult (*dropped)(CUcontext, uint32_t, size_t*) = nullptr;  // optional
 };
 
 // "" when every entry point was found in the library named by $SOLBENCH_CUPTI_LIB (or the usual names).
@@ -38,6 +39,7 @@ inline std::string load_cupti(CuptiApi* api) {
     api->subscribe = (decltype(api->subscribe))dlsym(lib, "cuptiSubscribe");
     api->enable_callback = (decltype(api->enable_callback))dlsym(lib, "cuptiEnableCallback");
     api->callback_name = (decltype(api->callback_name))dlsym(lib, "cuptiGetCallbackName");
+    api->dropped = (decltype(api->dropped))dlsym(lib, "cuptiActivityGetNumDroppedRecords");
     if (!api->register_callbacks || !api->enable || !api->flush_all || !api->get_next_record ||
         !api->subscribe || !api->enable_callback || !api->callback_name)
         return "libcupti lacks the activity or callback API";

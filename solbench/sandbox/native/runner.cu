@@ -316,6 +316,7 @@ struct Cupti {
     std::unordered_map<CUgraphExec, bool> exec_kernels;  // graph execs made since: does one run kernels?
     uint64_t entered = 0, launches = 0;
     int foreign = 0;  // launches into another context
+    size_t dropped = 0;  // records CUPTI had no buffer space for (so a launch of theirs reads as unrecorded)
     CUcontext context = nullptr;  // the runner's
     CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
     CUresult (*graph_nodes)(CUgraph, CUgraphNode*, size_t*) = nullptr;
@@ -331,9 +332,12 @@ static void CUPTIAPI cupti_buffer_requested(uint8_t** buffer, size_t* size, size
     *max_records = 0;
 }
 
-static void CUPTIAPI cupti_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
     CUpti_Activity* rec = nullptr;
+    size_t dropped = 0;
+    if (g_cupti.api.dropped && g_cupti.api.dropped(context, stream, &dropped) != CUPTI_SUCCESS) dropped = 0;
     std::lock_guard<std::mutex> lock(g_cupti.mu);
+    g_cupti.dropped += dropped;
     while (g_cupti.api.get_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
         KernelRecord k{};
         if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
@@ -614,6 +618,13 @@ static int foreign_launches() {
     std::lock_guard<std::mutex> lock(g_cupti.mu);
     int n = g_cupti.foreign;
     g_cupti.foreign = 0;
+    return n;
+}
+
+static size_t dropped_records() {
+    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    size_t n = g_cupti.dropped;
+    g_cupti.dropped = 0;
     return n;
 }
 
@@ -1198,7 +1209,8 @@ static void cmd_round(const std::vector<int>& order) {
                 ",\"unmarked\":" + std::to_string(g_timer.unmarked) +
                 (g_cupti.counting ? ",\"unrecorded\":" + std::to_string(unrecorded) +
                                     ",\"launches\":" + std::to_string(launched - launched_before) +
-                                    ",\"foreign_launches\":" + std::to_string(foreign) : "");
+                                    ",\"foreign_launches\":" + std::to_string(foreign) : "") +
+                ",\"dropped_records\":" + std::to_string(dropped_records());
     reply("ok", body + "}");
 }
 
