@@ -84,7 +84,8 @@ int main() {{
 
 def test_the_runners_candidate_starts_threads_but_no_process(tmp_path):
     """confine.h's forbid_processes (applied with the confinement, before the candidate loads), compiled alone
-    and tried on a CPU: a thread starts; fork, posix_spawn, system and execve do not."""
+    and tried on a CPU: a thread starts; fork, posix_spawn, system and execve do not, on a thread started before
+    the filter too (review i2: without TSYNC it forked)."""
     from pathlib import Path
 
     header = Path(__file__).resolve().parents[1] / "solbench" / "sandbox" / "native" / "confine.h"
@@ -94,7 +95,16 @@ def test_the_runners_candidate_starts_threads_but_no_process(tmp_path):
 #include <spawn.h>
 extern char** environ;
 int main() {{
+    int early_forked = -1, go = 0;
+    std::thread early([&] {{  // started before the filter, as CUDA's and CUPTI's threads are
+        while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE)) usleep(1000);
+        pid_t p = fork();
+        if (p == 0) _exit(0);
+        early_forked = p > 0;
+    }});
     printf("%s\\n", forbid_processes().c_str());
+    __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+    early.join();
     int ran = 0;
     std::thread t([&] {{ ran = 1; }});
     t.join();
@@ -105,7 +115,7 @@ int main() {{
     int spawned = posix_spawn(&child, "/bin/true", nullptr, nullptr, argv, environ) == 0;
     int shell = system("true") == 0;
     execve("/bin/true", argv, environ);
-    printf("thread %d fork %d spawn %d system %d exec 0\\n", ran, pid > 0, spawned, shell);
+    printf("thread %d fork %d early %d spawn %d system %d exec 0\\n", ran, pid > 0, early_forked, spawned, shell);
 }}
 ''')
     exe = tmp_path / "try"
@@ -115,7 +125,7 @@ int main() {{
         assert len(lines) == 1, lines  # execve replaced the program
         return
     assert lines == ["no new processes (seccomp: fork, exec and clone without CLONE_THREAD refused)",
-                     "thread 1 fork 0 spawn 0 system 0 exec 0"], lines
+                     "thread 1 fork 0 early 0 spawn 0 system 0 exec 0"], lines
 
 
 def test_the_runner_receives_the_fds_in_the_order_they_were_sent(tmp_path):

@@ -34,3 +34,13 @@ def test_launches_of_the_launcher_split_that_left_no_record_make_the_scenario_bl
 
     flags = candidate_flags(_Native(unrecorded), {"seed": _Native()}, round_samples=3, launcher_ab=True)
     assert ("cupti_blind" in flags) is blind, flags
+
+
+def test_a_split_without_the_count_its_runner_promised_before_the_load_is_blind():
+    from fake_rounds import candidate_flags
+
+    promised = _Native()
+    promised.description = {"before_load": {"cupti": True, "launch_count": True}}
+    assert "cupti_blind" in candidate_flags(promised, {"seed": _Native()}, round_samples=3, launcher_ab=True)
+    promised.unrecorded = 0
+    assert "cupti_blind" not in candidate_flags(promised, {"seed": _Native()}, round_samples=3, launcher_ab=True)

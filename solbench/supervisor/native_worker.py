@@ -221,7 +221,10 @@ class NativeWorker:
         status, body = self._reply("load", timeout_s + self.setup_s)
         before = None
         if status == "ready":  # what CUPTI records, said before the candidate was loaded
-            before = json.loads(body)
+            try:
+                before = json.loads(body)
+            except ValueError:
+                before = None
             status, body = self._reply("load", timeout_s + self.setup_s)
         if status == "load_failed":
             self.stop(kill=True)
@@ -229,7 +232,7 @@ class NativeWorker:
         if status != "ok":
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: the native runner did not start: {body}")
-        if before is None:
+        if not isinstance(before, dict):
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: the native runner did not say what CUPTI records before "
                                          f"it loaded the candidate")

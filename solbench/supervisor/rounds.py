@@ -176,8 +176,11 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
     splits = {"candidate": ask("candidate", "launcher_split")} if policy.launcher_ab else {}
     if splits and (why := split_problem(splits["candidate"])):
         raise TimingFailure("candidate", WorkerFailure("tampered", f"malformed launcher split reply: {why}"))
-    if splits.get("candidate", {}).get("unrecorded"):  # launches of the split that left no record (native runner)
-        flags["candidate"].add(CUPTI_BLIND)
+    if splits:  # launches of the split that left no record (native runner), or no count where one was promised
+        before = (getattr(workers["candidate"], "description", None) or {}).get("before_load") or {}
+        if splits["candidate"].get("unrecorded") or (before.get("launch_count") is True and
+                                                    "unrecorded" not in splits["candidate"]):
+            flags["candidate"].add(CUPTI_BLIND)
     trace("launcher split", t)
     measurements = {}
     for name in workers:

@@ -101,7 +101,9 @@ static std::string forbid_processes() {
 #undef SB_DENY
     struct sock_fprog program = {(unsigned short)(sizeof filter / sizeof filter[0]), filter};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return format("processes not forbidden: no_new_privs: %s", strerror(errno));
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0))
+    // On every thread of the process: CUDA's and CUPTI's, started before this, run code of the candidate's too
+    // (a host function, a callback).
+    if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program))
         return format("processes not forbidden: seccomp: %s", strerror(errno));
     return "no new processes (seccomp: fork, exec and clone without CLONE_THREAD refused)";
 }

@@ -20,7 +20,7 @@ struct CuptiApi {
     CUptiResult (*get_next_record)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
     CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
     CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) = nullptr;
-    CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;
+    CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;  // optional
     CUptiResult (*dropped)(CUcontext, uint32_t, size_t*) = nullptr;  // optional
 };
 
@@ -41,7 +41,7 @@ inline std::string load_cupti(CuptiApi* api) {
     api->callback_name = (decltype(api->callback_name))dlsym(lib, "cuptiGetCallbackName");
     api->dropped = (decltype(api->dropped))dlsym(lib, "cuptiActivityGetNumDroppedRecords");
     if (!api->register_callbacks || !api->enable || !api->flush_all || !api->get_next_record ||
-        !api->subscribe || !api->enable_callback || !api->callback_name)
+        !api->subscribe || !api->enable_callback)
         return "libcupti lacks the activity or callback API";
     return "";
 }

@@ -347,6 +347,9 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, 
         } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
             auto* r = (CUpti_ActivityMemcpy6*)rec;
             k = {"[memcpy]", r->start, r->end, r->streamId, {0, 0, 0}, {0, 0, 0}, true, r->correlationId};
+        } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {  // peer to peer
+            auto* r = (CUpti_ActivityMemcpyPtoP4*)rec;
+            k = {"[memcpy]", r->start, r->end, r->streamId, {0, 0, 0}, {0, 0, 0}, true, r->correlationId};
         } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
             auto* r = (CUpti_ActivityMemset4*)rec;
             k = {"[memset]", r->start, r->end, r->streamId, {0, 0, 0}, {0, 0, 0}, true, r->correlationId};
@@ -369,10 +372,10 @@ struct LaunchKernelExArgs { const CUlaunchConfig* config; };
 struct LaunchGridAsyncArgs { CUfunction f; int width, height; CUstream stream; };
 struct GraphLaunchArgs { CUgraphExec exec; CUstream stream; };
 
-static bool per_thread(CUpti_CallbackId cbid) {  // the _ptsz / _ptds forms: a null stream is the thread's own
-    const char* name = nullptr;
-    return g_cupti.api.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS &&
-           name && (strstr(name, "_ptsz") || strstr(name, "_ptds"));
+static bool g_per_thread[CUPTI_DRIVER_TRACE_CBID_SIZE];  // the _ptsz / _ptds forms (count_launches fills it)
+
+static bool per_thread(CUpti_CallbackId cbid) {  // a null stream is then the calling thread's own
+    return cbid < CUPTI_DRIVER_TRACE_CBID_SIZE && g_per_thread[cbid];
 }
 
 // The stream a launch call named (the legacy stream for the calls that name none; the per-thread stream for a
@@ -503,11 +506,20 @@ static bool graph_runs_kernels(CUgraph graph, int depth = 0) {
 // returned before a device synchronize is sure to have run by its end. A graph that runs no kernel is not counted.
 static void CUPTIAPI cupti_on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-        if (cbid != CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) return;
         auto* graph = (const CUpti_GraphData*)((const CUpti_ResourceData*)data)->resourceDescriptor;
-        bool kernels = !graph || !graph->graph || graph_runs_kernels(graph->graph);
+        if (!graph) return;
+        if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING) {
+            std::lock_guard<std::mutex> lock(g_cupti.mu);
+            g_cupti.exec_kernels.erase(graph->graphExec);
+            return;
+        }
+        if (cbid != CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) return;
+        // The walk calls the driver from inside cuGraphInstantiate; SOLBENCH_RUNNER_NO_GRAPH_WALK=1 skips it (then
+        // every graph must leave a kernel record) should a driver not allow that.
+        static const bool walk = getenv("SOLBENCH_RUNNER_NO_GRAPH_WALK") == nullptr;
+        bool kernels = !walk || !graph->graph || graph_runs_kernels(graph->graph);
         std::lock_guard<std::mutex> lock(g_cupti.mu);
-        if (graph) g_cupti.exec_kernels[graph->graphExec] = kernels;
+        g_cupti.exec_kernels[graph->graphExec] = kernels;
         return;
     }
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
@@ -563,13 +575,20 @@ static void count_launches() {
         g_cupti.why_not_counting = "libcuda.so.1 lacks a call the launch count needs";
         return;
     }
-    CUpti_SubscriberHandle subscriber;  // kept nowhere: nothing in the runner's memory leads to it
     auto& a = g_cupti.api;
+    for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+        const char* name = nullptr;
+        g_per_thread[cbid] = a.callback_name && a.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS &&
+                             name && (strstr(name, "_ptsz") || strstr(name, "_ptds"));
+    }
+    CUpti_SubscriberHandle subscriber;  // kept nowhere: nothing in the runner's memory leads to it
     if (a.subscribe(&subscriber, cupti_on_launch, nullptr) != CUPTI_SUCCESS) {
         g_cupti.why_not_counting = "CUPTI callbacks taken by another subscriber (a profiler or sanitizer)";
         return;
     }
-    bool ok = a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) == CUPTI_SUCCESS;
+    bool ok = a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) == CUPTI_SUCCESS &&
+              a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING) ==
+                  CUPTI_SUCCESS;
     for (CUpti_CallbackId cbid : LAUNCH_CBIDS)
         ok = ok && a.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS;
     for (CUpti_CallbackId cbid : copy_cbids())
@@ -589,6 +608,7 @@ static void cupti_start(const Config& c) {
         g_cupti.why_off = "CUPTI activity tracing refused here (profiling not permitted, or no support)";
         return;
     }
+    a.enable(CUPTI_ACTIVITY_KIND_MEMCPY2);  // peer copies' records, where there are any (not needed otherwise)
     g_cupti.on = true;
     g_cupti.why_off = "";
     count_launches();
