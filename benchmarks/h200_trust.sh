@@ -53,10 +53,13 @@ d = json.load(open(sys.argv[1]))
 for o in d["outcomes"][:2]:
     m = o.get("measurements", {}).get("candidate") or {}
     t = m.get("telemetry", {})
-    print(sys.argv[1].split("/")[3][:50], o["status"], m.get("flags"), json.dumps(t.get("runner"))[:200],
-          json.dumps(t.get("kernels"))[:200])
+    count = {k: (t.get("cupti") or {}).get(k) for k in ("launches", "unrecorded", "foreign_launches", "dropped_records")}
+    runner = t.get("runner") or {}
+    print(sys.argv[1].split("/")[3][:50], o["status"], (o.get("reason") or "")[:100], m.get("flags"), count,
+          "launcher", {k: (t.get("launcher") or {}).get(k) for k in ("unrecorded", "graph_error")},
+          "cupti", runner.get("cupti"), "count", runner.get("launch_count"), (t.get("sandbox") or "")[-90:])
 PY
-    done 2>&1 | head -20 ;;
+    done 2>&1 | head -40 ;;
   diag)  # FILES: the cheats to run through both runners, with each one's measurement telemetry
     shift
     python3 - <<'PY'
