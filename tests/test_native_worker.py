@@ -32,6 +32,8 @@ FAKE = textwrap.dedent("""\
     import stat
     if mode != "silent":
         print("ready " + json.dumps({{"cupti": True, "launch_count": mode != "uncounted"}}), flush=True)
+    if mode == "baddescribe":
+        print("ok [1, 2]", flush=True)
     print("ok " + json.dumps({{"device": "cuda:0", "runner": "native", "host_floor_ms": 0.01,
                                "host_gap_slack_ms": 0.02, "cupti": True,
                                "fdsock": [stat.S_ISSOCK(os.fstat(n).st_mode) for n in fdsock]}}), flush=True)
@@ -146,6 +148,9 @@ def test_rounds_are_held_to_what_cupti_recorded_before_the_candidate_loaded(fake
     with pytest.raises(WorkerFailure) as caught:  # a runner that never said it
         _worker(fake_runner, tmp_path, monkeypatch, "silent").start(10)
     assert caught.value.kind == "crash" and "before it loaded the candidate" in str(caught.value)
+    with pytest.raises(WorkerFailure) as caught:  # its description after the load is the candidate's to forge
+        _worker(fake_runner, tmp_path, monkeypatch, "baddescribe").start(10)
+    assert caught.value.kind == "tampered" and "not a JSON object" in str(caught.value)
 
 
 def _raw(device, work=None, host=None, span=None):

@@ -236,8 +236,15 @@ class NativeWorker:
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: the native runner did not say what CUPTI records before "
                                          f"it loaded the candidate")
+        try:  # said after the candidate loaded: its constructor may have written it
+            described = json.loads(body)
+        except ValueError:
+            described = None
+        if not isinstance(described, dict):
+            self.stop(kill=True)
+            raise WorkerFailure("tampered", f"{self.spec.name}: malformed reply from the runner to load: not a JSON object")
         # Held against every round (round_flags), whatever the runner says of itself once the candidate is loaded.
-        self.description = {**json.loads(body), "before_load": before}
+        self.description = {**described, "before_load": before}
 
     def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
         from solbench.gpu import device_memory
