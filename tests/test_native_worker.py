@@ -17,8 +17,8 @@ from solbench.sandbox.impls import ImplSpec  # noqa: E402
 from solbench.sandbox.timing import HOST_GAP  # noqa: E402
 from solbench.supervisor.python_worker import WorkerFailure  # noqa: E402
 from solbench.supervisor.evaluate import FAILURE_STATUS  # noqa: E402
-from solbench.supervisor.native_worker import (CUPTI_BLIND, WORK_OUTSIDE_EVENTS, NativeWorker, round_flags,  # noqa: E402
-                                               runner_argv)
+from solbench.supervisor.cupti_verdict import CUPTI_BLIND, WORK_OUTSIDE_EVENTS, round_flags  # noqa: E402
+from solbench.supervisor.native_worker import NativeWorker, runner_argv  # noqa: E402
 
 FLOORS = {"host_floor_ms": 0.01, "host_gap_slack_ms": 0.02}
 

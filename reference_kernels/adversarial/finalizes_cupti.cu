@@ -11,22 +11,19 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include "runner_cupti.h"
+
 #define solbench_attention_forward seed_attention_forward  // reuse the seed under another name
 #include "../seed_attention.cu"
 #undef solbench_attention_forward
 
 static void finalize_cupti() {
-    const char* named = getenv("SOLBENCH_CUPTI_LIB");  // where the supervisor told the runner to find it
-    const char* tries[] = {named && *named ? named : "libcupti.so.13", "libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-    for (const char* name : tries) {
-        void* lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);  // the runner's own copy
-        if (!lib) continue;
-        auto flush = (int (*)(unsigned))dlsym(lib, "cuptiActivityFlushAll");
-        auto finalize = (int (*)())dlsym(lib, "cuptiFinalize");
-        if (flush) flush(1);  // CUPTI asks for a flush before it is finalized
-        if (finalize) finalize();
-        return;
-    }
+    void* lib = runner_cupti();
+    if (!lib) return;
+    auto flush = (int (*)(unsigned))dlsym(lib, "cuptiActivityFlushAll");
+    auto finalize = (int (*)())dlsym(lib, "cuptiFinalize");
+    if (flush) flush(1);  // CUPTI asks for a flush before it is finalized
+    if (finalize) finalize();
 }
 
 extern "C" SOLBENCH_EXPORT int solbench_attention_forward(const SolbenchAttentionParams* p) {

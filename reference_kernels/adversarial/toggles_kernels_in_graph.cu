@@ -10,6 +10,8 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include "runner_cupti.h"
+
 #define solbench_attention_forward seed_attention_forward  // reuse the seed under another name
 #include "../seed_attention.cu"
 #undef solbench_attention_forward
@@ -19,14 +21,9 @@ static Switch g_disable = nullptr, g_enable = nullptr;
 static const int CONCURRENT_KERNEL = 10;  // CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (cupti_activity.h)
 
 __attribute__((constructor)) static void find_cupti() {
-    const char* named = getenv("SOLBENCH_CUPTI_LIB");  // where the supervisor told the runner to find it
-    const char* tries[] = {named && *named ? named : "libcupti.so.13", "libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-    for (const char* name : tries) {
-        void* lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);  // the runner's own copy
-        if (!lib) continue;
+    if (void* lib = runner_cupti()) {
         g_disable = (Switch)dlsym(lib, "cuptiActivityDisable");
         g_enable = (Switch)dlsym(lib, "cuptiActivityEnable");
-        return;
     }
 }
 

@@ -329,7 +329,7 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
     from solbench.core.roofline import is_faster_than_light
     from solbench.core.stats import median
     from solbench.sandbox.timing import HOST_GAP, PERSISTING_L2
-    from solbench.supervisor.native_worker import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
+    from solbench.supervisor.cupti_verdict import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
 
     t_ms = median(measurement.samples_ms)
     if bound is not None and is_faster_than_light(t_ms, bound):

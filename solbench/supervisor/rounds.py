@@ -14,7 +14,7 @@ from solbench.core.model import Measurement
 from solbench.core.policy import TimingPolicy
 from solbench.supervisor.python_worker import Worker, WorkerFailure
 from solbench.supervisor.audit import CLOCK_CONFIRM_ROUNDS, CLOCK_GAP, TimedCopies, clock_gap, clock_rounds
-from solbench.supervisor.native_worker import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
+from solbench.supervisor.cupti_verdict import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
 from solbench.supervisor.trace import trace, trace_clock, trace_rounds
 
 EVIDENCE = frozenset({WORK_OUTSIDE_EVENTS, CUPTI_BLIND})
