@@ -39,8 +39,9 @@ def test_without_a_gpu_the_runner_answers_one_error_line_and_exits(tmp_path):
 
 def test_the_runners_confinement_allows_writes_only_beneath_its_folders(tmp_path):
     """confine.h (what the runner applies before the candidate loads), compiled alone and tried on a CPU: a
-    write beneath the scratch folder works, one beside it does not, and (Landlock ABI >= 6) no signal
-    reaches a process outside."""
+    write beneath the scratch folder works, one beside it does not, a file named as a device file (the GPU's,
+    which the driver opens read-write after the confinement) can still be opened for writing while its sibling
+    cannot, and (Landlock ABI >= 6) no signal reaches a process outside."""
     from pathlib import Path
 
     from solbench.sandbox.confine import abi_version
@@ -49,11 +50,13 @@ def test_the_runners_confinement_allows_writes_only_beneath_its_folders(tmp_path
     scratch, outside = tmp_path / "scratch", tmp_path / "outside"
     scratch.mkdir()
     outside.mkdir()
+    (outside / "device").write_text("")
+    (outside / "sibling").write_text("")
     source = tmp_path / "try.cpp"
     source.write_text(f'''#include "{header}"
 #include <csignal>
 int main() {{
-    std::string said = confine({{"{scratch}"}});
+    std::string said = confine({{"{scratch}"}}, {{"{outside}/device"}});
     printf("%s\\n", said.c_str());
     printf("scratch %d\\n", fopen("{scratch}/a", "w") != nullptr);
     printf("outside %d\\n", fopen("{outside}/a", "w") != nullptr);
@@ -61,6 +64,8 @@ int main() {{
     struct rlimit lim;
     getrlimit(RLIMIT_NOFILE, &lim);
     printf("nofile %llu %llu\\n", (unsigned long long)lim.rlim_cur, (unsigned long long)lim.rlim_max);
+    printf("device %d sibling %d\\n", open("{outside}/device", O_RDWR) >= 0, open("{outside}/sibling", O_RDWR) >= 0);
+    printf("gpu files %zu\\n", gpu_device_files().size());
 }}
 ''')
     exe = tmp_path / "try"
@@ -80,6 +85,8 @@ int main() {{
     assert lines[0].startswith(f"confined (Landlock ABI {abi})"), lines
     assert lines[1:3] == ["scratch 1", "outside 0"], lines
     assert lines[3] == ("signal 0" if abi >= 6 else "signal 1"), lines
+    assert lines[5] == "device 1 sibling 0" and "and to 1 device files" in lines[0], lines
+    assert lines[6] == f"gpu files {len([p for p in Path('/dev').glob('nvidia*') if p.is_char_device()] + [p for p in Path('/dev/nvidia-caps').glob('nvidia*') if p.is_char_device()])}", lines
 
 
 def test_the_runners_candidate_starts_threads_but_no_process(tmp_path):

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <string>
 #include <linux/audit.h>
@@ -13,6 +14,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
@@ -34,7 +36,26 @@ static std::string limit_open_files() {
     return format("open files <= %llu", (unsigned long long)cap);
 }
 
-static std::string confine(const std::vector<std::string>& writable) {
+// The GPU's device files (/dev/nvidia*, /dev/nvidia-caps/*): the driver opens them read-write when CUDA starts,
+// and the runner confines itself before that (cudaSetDevice fails with cudaErrorOperatingSystem without them).
+static std::vector<std::string> gpu_device_files() {
+    std::vector<std::string> files;
+    for (const char* dir : {"/dev", "/dev/nvidia-caps"}) {
+        DIR* d = opendir(dir);
+        if (!d) continue;
+        while (struct dirent* e = readdir(d)) {
+            std::string path = std::string(dir) + "/" + e->d_name;
+            struct stat st;
+            if (!strncmp(e->d_name, "nvidia", 6) && !stat(path.c_str(), &st) && S_ISCHR(st.st_mode)) files.push_back(path);
+        }
+        closedir(d);
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+// `device_files`: files (not folders) that may still be opened for writing; a character device takes no other write.
+static std::string confine(const std::vector<std::string>& writable, const std::vector<std::string>& device_files = {}) {
     std::string files = limit_open_files();
     long abi = syscall(444, nullptr, 0, 1u);  // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
     if (abi < 1) return "not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs); " + files;
@@ -55,12 +76,21 @@ static std::string confine(const std::vector<std::string>& writable) {
         if (fd >= 0) close(fd);
         if (!why.empty()) break;
     }
+    unsigned long long file_write = (1ull << 1) | (abi >= 3 ? 1ull << 14 : 0);  // WRITE_FILE, TRUNCATE
+    for (size_t i = 0; why.empty() && i < device_files.size(); i++) {
+        int fd = open(device_files[i].c_str(), O_PATH | O_CLOEXEC);
+        struct __attribute__((packed)) { unsigned long long allowed; int parent_fd; } rule = {file_write, fd};
+        if (fd < 0 || syscall(445, ruleset, 1, &rule, 0u))
+            why = format("landlock_add_rule %s: %s", device_files[i].c_str(), strerror(errno));
+        if (fd >= 0) close(fd);
+    }
     if (why.empty() && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) why = "prctl(PR_SET_NO_NEW_PRIVS) refused";
     if (why.empty() && syscall(446, ruleset, 0u)) why = format("landlock_restrict_self: %s", strerror(errno));
     close(ruleset);
     if (!why.empty()) return "not confined: " + why + "; " + files;
     std::string dirs;
     for (auto& dir : writable) dirs += (dirs.empty() ? "" : ", ") + dir;
+    if (!device_files.empty()) dirs += format(" and to %zu device files", device_files.size());
     return format("confined (Landlock ABI %ld): writes only beneath %s; no ptrace, %s; %s", abi, dirs.c_str(),
                   abi >= 6 ? "no signals outside it" : "signals not scoped (Landlock ABI < 6)", files.c_str());
 }
