@@ -56,7 +56,7 @@ def test_the_runners_confinement_allows_writes_only_beneath_its_folders(tmp_path
     source.write_text(f'''#include "{header}"
 #include <csignal>
 int main() {{
-    std::string said = confine({{"{scratch}"}}, {{"{outside}/device"}});
+    std::string said = confine({{"{scratch}"}}, {{"{outside}/device", "/proc/self"}});
     printf("%s\\n", said.c_str());
     printf("scratch %d\\n", fopen("{scratch}/a", "w") != nullptr);
     printf("outside %d\\n", fopen("{outside}/a", "w") != nullptr);
@@ -65,7 +65,9 @@ int main() {{
     getrlimit(RLIMIT_NOFILE, &lim);
     printf("nofile %llu %llu\\n", (unsigned long long)lim.rlim_cur, (unsigned long long)lim.rlim_max);
     printf("device %d sibling %d\\n", open("{outside}/device", O_RDWR) >= 0, open("{outside}/sibling", O_RDWR) >= 0);
-    printf("gpu files %zu\\n", gpu_device_files().size());
+    printf("comm %d\\n", fopen(("/proc/self/task/" + std::to_string(gettid()) + "/comm").c_str(), "w") != nullptr);
+    auto driver = driver_writes();
+    printf("driver %zu %s\\n", driver.size(), driver.back().c_str());
 }}
 ''')
     exe = tmp_path / "try"
@@ -85,8 +87,10 @@ int main() {{
     assert lines[0].startswith(f"confined (Landlock ABI {abi})"), lines
     assert lines[1:3] == ["scratch 1", "outside 0"], lines
     assert lines[3] == ("signal 0" if abi >= 6 else "signal 1"), lines
-    assert lines[5] == "device 1 sibling 0" and "and to 1 device files" in lines[0], lines
-    assert lines[6] == f"gpu files {len([p for p in Path('/dev').glob('nvidia*') if p.is_char_device()] + [p for p in Path('/dev/nvidia-caps').glob('nvidia*') if p.is_char_device()])}", lines
+    assert lines[5] == "device 1 sibling 0" and f"opened for writing beneath {outside}/device /proc/self;" in lines[0], lines
+    devices = [p for d in ("/dev", "/dev/nvidia-caps") for p in Path(d).glob("nvidia*") if p.is_char_device()]
+    assert lines[6] == "comm 1", lines  # the driver names its threads
+    assert lines[7] == f"driver {len(devices) + 1} /proc/self", lines
 
 
 def test_the_runners_candidate_starts_threads_but_no_process(tmp_path):

@@ -36,9 +36,11 @@ static std::string limit_open_files() {
     return format("open files <= %llu", (unsigned long long)cap);
 }
 
-// The GPU's device files (/dev/nvidia*, /dev/nvidia-caps/*): the driver opens them read-write when CUDA starts,
-// and the runner confines itself before that (cudaSetDevice fails with cudaErrorOperatingSystem without them).
-static std::vector<std::string> gpu_device_files() {
+// What the CUDA driver opens for writing when it starts, which is after the runner confines itself: the GPU's
+// device files (/dev/nvidia*, /dev/nvidia-caps/*) and its threads' names (/proc/self/task/*/comm). Without
+// either, cudaSetDevice fails with cudaErrorOperatingSystem (H200, driver 580). /proc/self is this process's
+// own folder: nothing there reaches another process.
+static std::vector<std::string> driver_writes() {
     std::vector<std::string> files;
     for (const char* dir : {"/dev", "/dev/nvidia-caps"}) {
         DIR* d = opendir(dir);
@@ -51,11 +53,13 @@ static std::vector<std::string> gpu_device_files() {
         closedir(d);
     }
     std::sort(files.begin(), files.end());
+    files.push_back("/proc/self");
     return files;
 }
 
-// `device_files`: files (not folders) that may still be opened for writing; a character device takes no other write.
-static std::string confine(const std::vector<std::string>& writable, const std::vector<std::string>& device_files = {}) {
+// `opened_for_writing`: files, or folders, beneath which existing files may still be opened for writing (nothing
+// created, removed or renamed there).
+static std::string confine(const std::vector<std::string>& writable, const std::vector<std::string>& opened_for_writing = {}) {
     std::string files = limit_open_files();
     long abi = syscall(444, nullptr, 0, 1u);  // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
     if (abi < 1) return "not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs); " + files;
@@ -77,11 +81,11 @@ static std::string confine(const std::vector<std::string>& writable, const std::
         if (!why.empty()) break;
     }
     unsigned long long file_write = (1ull << 1) | (abi >= 3 ? 1ull << 14 : 0);  // WRITE_FILE, TRUNCATE
-    for (size_t i = 0; why.empty() && i < device_files.size(); i++) {
-        int fd = open(device_files[i].c_str(), O_PATH | O_CLOEXEC);
+    for (size_t i = 0; why.empty() && i < opened_for_writing.size(); i++) {
+        int fd = open(opened_for_writing[i].c_str(), O_PATH | O_CLOEXEC);
         struct __attribute__((packed)) { unsigned long long allowed; int parent_fd; } rule = {file_write, fd};
         if (fd < 0 || syscall(445, ruleset, 1, &rule, 0u))
-            why = format("landlock_add_rule %s: %s", device_files[i].c_str(), strerror(errno));
+            why = format("landlock_add_rule %s: %s", opened_for_writing[i].c_str(), strerror(errno));
         if (fd >= 0) close(fd);
     }
     if (why.empty() && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) why = "prctl(PR_SET_NO_NEW_PRIVS) refused";
@@ -90,7 +94,10 @@ static std::string confine(const std::vector<std::string>& writable, const std::
     if (!why.empty()) return "not confined: " + why + "; " + files;
     std::string dirs;
     for (auto& dir : writable) dirs += (dirs.empty() ? "" : ", ") + dir;
-    if (!device_files.empty()) dirs += format(" and to %zu device files", device_files.size());
+    if (!opened_for_writing.empty()) {
+        dirs += "; existing files opened for writing beneath";
+        for (auto& path : opened_for_writing) dirs += " " + path;
+    }
     return format("confined (Landlock ABI %ld): writes only beneath %s; no ptrace, %s; %s", abi, dirs.c_str(),
                   abi >= 6 ? "no signals outside it" : "signals not scoped (Landlock ABI < 6)", files.c_str());
 }

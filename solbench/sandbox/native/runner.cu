@@ -1408,7 +1408,7 @@ int main(int argc, char** argv) {
     // theirs, on which the candidate's code can run too (a host function). SOLBENCH_RUNNER_CONFINE_LATE=1 keeps
     // the order of before 2026-12-04 (after CUDA's start-up), should a driver need to write elsewhere then.
     bool confine_late = getenv("SOLBENCH_RUNNER_CONFINE_LATE") != nullptr;
-    if (!cfg.writable.empty() && !confine_late) g_sandbox = confine(cfg.writable, gpu_device_files());
+    if (!cfg.writable.empty() && !confine_late) g_sandbox = confine(cfg.writable, driver_writes());
     check_cuda("cudaSetDevice", cudaSetDevice(cfg.device));
     check_cuda("CUDA context", cudaFree(nullptr));
     if (cfg.fd_socket >= 0) {  // before the candidate loads: the calls it maps the supervisor's tensors with
