@@ -88,6 +88,7 @@ int main() {{
     assert lines[1:3] == ["scratch 1", "outside 0"], lines
     assert lines[3] == ("signal 0" if abi >= 6 else "signal 1"), lines
     assert lines[5] == "device 1 sibling 0" and f"opened for writing beneath {outside}/device /proc/self;" in lines[0], lines
+    assert "threads running" not in lines[0], lines
     devices = [p for d in ("/dev", "/dev/nvidia-caps") for p in Path(d).glob("nvidia*") if p.is_char_device()]
     assert lines[6] == "comm 1", lines  # the driver names its threads
     assert lines[7] == f"driver {len(devices) + 1} /proc/self", lines

@@ -133,7 +133,8 @@ def test_an_honest_runner_whose_loop_costs_a_little_more_than_the_yardsticks_is_
 
 def test_the_candidates_confinement_is_recorded_with_its_times(tmp_path):
     """What the candidate's worker was confined by, said before the candidate loaded, rides with each round's
-    telemetry; the trusted comparators are not confined."""
+    telemetry; it was applied while the worker had one thread (Landlock binds no thread already running, and
+    CUDA's threads run the candidate's host functions); the trusted comparators are not confined."""
     from solbench.sandbox.confine import abi_version
 
     result = run(RunConfig(candidate=str(CORPUS.parent.parent / "torch_attention.py"), suite="smoke", device="cpu",
@@ -141,6 +142,8 @@ def test_the_candidates_confinement_is_recorded_with_its_times(tmp_path):
     (outcome,) = result.outcomes
     sandbox = outcome.measurements["candidate"].telemetry["sandbox"]
     assert sandbox.startswith("confined (Landlock ABI") if abi_version() >= 1 else sandbox.startswith("not confined")
+    if abi_version() >= 1:
+        assert "opened for writing beneath /proc/self;" in sandbox and "threads running" not in sandbox, sandbox
     assert outcome.measurements["seed"].telemetry.get("sandbox", "") == ""
 
 
@@ -226,9 +229,14 @@ def test_the_candidates_worker_holds_few_files_open_hard_limit_included(tmp_path
     said = subprocess.run([sys.executable, "-c", f"""
 import resource
 from solbench.sandbox.confine import confine
+import threading, time
 print(confine([{str(tmp_path)!r}]))
 print(*resource.getrlimit(resource.RLIMIT_NOFILE))
+threading.Thread(target=time.sleep, args=(1,)).start()
+print(confine([{str(tmp_path)!r}]))
 """], capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    if said[0].startswith("confined"):  # a confinement applied too late says so
+        assert "threads running" not in said[0] and "applied with 2 threads running" in said[2], said
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     cap = open_files_cap(hard)
     assert said[0].endswith(f"; open files <= {cap}") and said[1].split()[1] == str(cap), said

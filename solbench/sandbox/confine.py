@@ -33,7 +33,7 @@ _SCOPE_SIGNAL = 1 << 1
 # Rights that change the file system (LANDLOCK_ACCESS_FS_*): write, remove, make anything; REFER from ABI 2,
 # TRUNCATE from ABI 3. Reading and executing are not handled, so they stay allowed everywhere.
 _WRITE_V1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
-_REFER, _TRUNCATE = 1 << 13, 1 << 14
+_WRITE_FILE, _REFER, _TRUNCATE = 1 << 1, 1 << 13, 1 << 14
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -78,9 +78,18 @@ def limit_open_files() -> str:
     return f"open files <= {cap}"
 
 
-def confine(writable: list[str]) -> str:
+DRIVER_WRITES = ("/proc/self",)
+"""Where existing files stay open to writing (nothing made or removed there): the CUDA driver names its threads
+through /proc/self/task/*/comm when it starts, after the confinement, and cudaSetDevice fails if it cannot
+(H200, driver 580). /proc/self is this process's own folder; nothing there reaches another process."""
+
+
+def confine(writable: list[str], opened_for_writing: tuple[str, ...] = DRIVER_WRITES) -> str:
     """Confine this process (see the module docstring); the directories in `writable` must exist. Returns
-    what was applied, in words, for the run's telemetry; OSError when the kernel refuses a step."""
+    what was applied, in words, for the run's telemetry; OSError when the kernel refuses a step.
+
+    Landlock binds the calling thread and the threads it starts afterwards, not those already running: call it
+    while the process has one thread, before CUDA (whose threads run the candidate's host functions) starts."""
     files = limit_open_files()
     abi = abi_version()
     if abi < 1:
@@ -95,10 +104,11 @@ def confine(writable: list[str]) -> str:
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
     try:
-        for path in writable:
+        file_write = _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0)
+        for path, allowed in [(path, write) for path in writable] + [(path, file_write) for path in opened_for_writing]:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
-                rule = _PathBeneathAttr(write, fd)
+                rule = _PathBeneathAttr(allowed, fd)
                 if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)):
                     raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
             finally:
@@ -110,7 +120,12 @@ def confine(writable: list[str]) -> str:
     finally:
         os.close(ruleset)
     signals = "no signals outside it" if scoped else "signals not scoped (Landlock ABI < 6)"
-    return f"confined (Landlock ABI {abi}): writes only beneath {', '.join(writable)}; no ptrace, {signals}; {files}"
+    opened = f"; existing files opened for writing beneath {' '.join(opened_for_writing)}" if opened_for_writing else ""
+    threads = len(os.listdir("/proc/self/task"))
+    if threads > 1:  # said, so a caller that confines too late shows in the record
+        opened += f"; applied with {threads} threads running (those it does not bind)"
+    return (f"confined (Landlock ABI {abi}): writes only beneath {', '.join(writable)}{opened}; no ptrace, {signals}; "
+            f"{files}")
 
 
 CACHE_VARIABLES = ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME")

@@ -59,9 +59,18 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
     log = open(log_path, "a", buffering=1)
     os.dup2(log.fileno(), 1)  # the candidate's own prints and CUDA errors go to the log, not the terminal
     os.dup2(log.fileno(), 2)
+    sandbox = None
     if scratch:
         os.environ.update({name: scratch for name in CACHE_VARIABLES})
         tempfile.tempdir = None  # TMPDIR is read again
+        # First, while this process has one thread: Landlock binds only the thread that applies it and those it
+        # starts later, and CUDA's threads (which run the candidate's host functions) start with CUDA.
+        from solbench.sandbox.confine import confine
+
+        try:
+            sandbox = confine([scratch, "/dev"])
+        except OSError as exc:
+            sandbox = f"not confined: {exc}"
     from solbench.sandbox.integrity import changed, snapshot
 
     # Before the candidate is imported, so import-time patches count too. Baselines are trusted libraries
@@ -69,7 +78,7 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
     harness = snapshot() if spec.name == "candidate" else None
     started = time.perf_counter()
     try:
-        state = _WorkerState(spec, device, policy, scratch, conn)
+        state = _WorkerState(spec, device, policy, sandbox, conn)
     except Exception as exc:
         traceback.print_exc()
         send_reply(conn, LOAD_FAILED, _load_failure(exc))
@@ -133,7 +142,7 @@ def _context_intact(device: str) -> bool:
 class _WorkerState:
     """The worker's commands: each takes one payload and returns a JSON-serialisable value."""
 
-    def __init__(self, spec: ImplSpec, device: str, policy: TimingPolicy, scratch: str | None = None, conn=None):
+    def __init__(self, spec: ImplSpec, device: str, policy: TimingPolicy, sandbox: str | None = None, conn=None):
         import torch
 
         from solbench.sandbox.impls import load_impl
@@ -144,13 +153,7 @@ class _WorkerState:
         self.device = device
         self.timer = Timer(policy, device)
         self._profile_next_check = device == "cuda" and bool(os.environ.get("SOLBENCH_PROFILE_CHECK"))
-        if scratch:  # the candidate: confined before its code exists here, and said so before it does
-            from solbench.sandbox.confine import confine
-
-            try:
-                sandbox = confine([scratch, "/dev"])
-            except OSError as exc:
-                sandbox = f"not confined: {exc}"
+        if sandbox is not None:  # the candidate: confined (by _serve) before its code exists here, and says so
             send_reply(conn, "sandbox", sandbox)
         self.impl = load_impl(spec, device)
         self.check_call = None

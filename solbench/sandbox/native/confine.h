@@ -98,6 +98,12 @@ static std::string confine(const std::vector<std::string>& writable, const std::
         dirs += "; existing files opened for writing beneath";
         for (auto& path : opened_for_writing) dirs += " " + path;
     }
+    int threads = 0;
+    if (DIR* d = opendir("/proc/self/task")) {
+        while (struct dirent* e = readdir(d)) threads += e->d_name[0] != '.';
+        closedir(d);
+    }
+    if (threads > 1) dirs += format("; applied with %d threads running (those it does not bind)", threads);
     return format("confined (Landlock ABI %ld): writes only beneath %s; no ptrace, %s; %s", abi, dirs.c_str(),
                   abi >= 6 ? "no signals outside it" : "signals not scoped (Landlock ABI < 6)", files.c_str());
 }

@@ -1405,10 +1405,8 @@ int main(int argc, char** argv) {
     g_cfg = parse_config(argc, argv);
     const Config& cfg = g_cfg;
     // Landlock binds this thread and the threads it starts from now on: confined before CUDA and CUPTI start
-    // theirs, on which the candidate's code can run too (a host function). SOLBENCH_RUNNER_CONFINE_LATE=1 keeps
-    // the order of before 2026-12-04 (after CUDA's start-up), should a driver need to write elsewhere then.
-    bool confine_late = getenv("SOLBENCH_RUNNER_CONFINE_LATE") != nullptr;
-    if (!cfg.writable.empty() && !confine_late) g_sandbox = confine(cfg.writable, driver_writes());
+    // theirs, on which the candidate's code can run too (a host function).
+    if (!cfg.writable.empty()) g_sandbox = confine(cfg.writable, driver_writes());
     check_cuda("cudaSetDevice", cudaSetDevice(cfg.device));
     check_cuda("CUDA context", cudaFree(nullptr));
     if (cfg.fd_socket >= 0) {  // before the candidate loads: the calls it maps the supervisor's tensors with
@@ -1419,7 +1417,6 @@ int main(int argc, char** argv) {
     cupti_start(cfg);
     g_timer.setup(cfg);  // floors and the cover, before any candidate code exists in this process
     if (!cfg.writable.empty()) {
-        if (confine_late) g_sandbox = confine(cfg.writable);
         // Every thread, CUDA's and CUPTI's included (TSYNC). Not under `solbench profile`: the profiler's library
         // in the process may start its own helpers.
         if (!getenv("SOLBENCH_PROFILE_CHECK")) g_sandbox += "; " + forbid_processes();
