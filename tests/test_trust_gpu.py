@@ -108,3 +108,16 @@ def test_each_honest_example_passes_with_every_check_on(name, tmp_path):
                            policy=policy, out_dir=tmp_path, seed=None))
     wrong = [(o.scenario_id, o.status.value, o.reason[:160]) for o in result.outcomes if o.status.value != "passed"]
     assert not wrong, wrong
+
+
+def test_a_python_candidates_cuda_host_function_writes_nothing_outside_its_scratch(tmp_path, monkeypatch):
+    """A host function runs on one of the CUDA driver's threads: the Python host confines itself before CUDA
+    starts them, so the write it tries outside the scratch folder is refused (and the host function did run)."""
+    marker = tmp_path / "escaped"
+    monkeypatch.setenv("SOLBENCH_ADVERSARY_MARKER", str(marker))
+    result = run(RunConfig(candidate=str(CORPUS / "python" / "writes_from_host_function.py"), suite="smoke",
+                           baselines=(), policy=QUICK, out_dir=tmp_path / "run", seed=None, max_scenarios=1))
+    log = (tmp_path / "run" / "worker-candidate.log").read_text()
+    assert "host function queued: CUresult 0" in log and "host function: refused" in log, log[-2000:]
+    assert not marker.exists()
+    assert all(o.status.value == "mismatch" for o in result.outcomes), [(o.scenario_id, o.reason) for o in result.outcomes]
