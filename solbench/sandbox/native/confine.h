@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
@@ -36,26 +35,11 @@ static std::string limit_open_files() {
     return format("open files <= %llu", (unsigned long long)cap);
 }
 
-// What the CUDA driver opens for writing when it starts, which is after the runner confines itself: the GPU's
-// device files (/dev/nvidia*, /dev/nvidia-caps/*) and its threads' names (/proc/self/task/*/comm). Without
-// either, cudaSetDevice fails with cudaErrorOperatingSystem (H200, driver 580). /proc/self is this process's
-// own folder: nothing there reaches another process.
-static std::vector<std::string> driver_writes() {
-    std::vector<std::string> files;
-    for (const char* dir : {"/dev", "/dev/nvidia-caps"}) {
-        DIR* d = opendir(dir);
-        if (!d) continue;
-        while (struct dirent* e = readdir(d)) {
-            std::string path = std::string(dir) + "/" + e->d_name;
-            struct stat st;
-            if (!strncmp(e->d_name, "nvidia", 6) && !stat(path.c_str(), &st) && S_ISCHR(st.st_mode)) files.push_back(path);
-        }
-        closedir(d);
-    }
-    std::sort(files.begin(), files.end());
-    files.push_back("/proc/self");
-    return files;
-}
+// What the CUDA driver opens for writing when it starts, which is after the runner confines itself, beyond /dev
+// (writable, for the GPU's device files): its threads' names, /proc/self/task/*/comm. Without it cudaSetDevice
+// fails with cudaErrorOperatingSystem (H200, driver 580). /proc/self is this process's own folder: nothing
+// there reaches another process. solbench/sandbox/confine.py's DRIVER_WRITES.
+static std::vector<std::string> driver_writes() { return {"/proc/self"}; }
 
 // `opened_for_writing`: files, or folders, beneath which existing files may still be opened for writing (nothing
 // created, removed or renamed there).
