@@ -38,10 +38,13 @@ def test_without_a_gpu_the_runner_answers_one_error_line_and_exits(tmp_path):
 
 
 def test_the_runners_confinement_allows_writes_only_beneath_its_folders(tmp_path):
-    """confine.h (what the runner applies before the candidate loads), compiled alone and tried on a CPU: a
-    write beneath the scratch folder works, one beside it does not, a file named to stay open to writing (as
-    /proc/self's are: the driver names its threads after the confinement) can still be opened for writing while
-    its sibling cannot, and (Landlock ABI >= 6) no signal reaches a process outside."""
+    """confine.h (what the runner applies before CUDA starts), compiled alone and tried on a CPU: a write
+    beneath the scratch folder works, one beside it does not; /dev/null and /proc/self's files (the driver names
+    its threads after the confinement) can still be opened for writing; no device node can be made (review j:
+    as root, a block device in /dev/shm is the raw disk); no TCP connection (ABI >= 4: a local Ray cluster ran
+    code for the candidate); (ABI >= 6) no signal reaches a process outside; no capability is left. A process
+    that already runs a second thread is not confined at all, and says it was too late."""
+    import socket
     from pathlib import Path
 
     from solbench.sandbox.confine import abi_version
@@ -50,36 +53,62 @@ def test_the_runners_confinement_allows_writes_only_beneath_its_folders(tmp_path
     scratch, outside = tmp_path / "scratch", tmp_path / "outside"
     scratch.mkdir()
     outside.mkdir()
-    (outside / "device").write_text("")
-    (outside / "sibling").write_text("")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
     source = tmp_path / "try.cpp"
-    source.write_text(f'''#include "{header}"
+    source.write_text(f"""#include "{header}"
 #include <csignal>
-int main() {{
-    std::string said = confine({{"{scratch}"}}, {{"{outside}/device", "/proc/self"}});
-    printf("%s\\n", said.c_str());
+#include <thread>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+int main(int argc, char**) {{
+    if (argc > 1) {{  // a thread first: too late
+        std::thread t([] {{ sleep(1); }});
+        printf("%s\\n", confine({{"{scratch}"}}).c_str());
+        printf("outside %d\\n", fopen("{outside}/b", "w") != nullptr);
+        t.join();
+        return 0;
+    }}
+    std::string said = confine({{"{scratch}"}});
+    printf("%s; %s\\n", said.c_str(), drop_capabilities().c_str());
     printf("scratch %d\\n", fopen("{scratch}/a", "w") != nullptr);
     printf("outside %d\\n", fopen("{outside}/a", "w") != nullptr);
     printf("signal %d\\n", kill(getppid(), 0) == 0);
     struct rlimit lim;
     getrlimit(RLIMIT_NOFILE, &lim);
     printf("nofile %llu %llu\\n", (unsigned long long)lim.rlim_cur, (unsigned long long)lim.rlim_max);
-    printf("device %d sibling %d\\n", open("{outside}/device", O_RDWR) >= 0, open("{outside}/sibling", O_RDWR) >= 0);
+    printf("null %d\\n", open("/dev/null", O_RDWR) >= 0);
     printf("comm %d\\n", fopen(("/proc/self/task/" + std::to_string(gettid()) + "/comm").c_str(), "w") != nullptr);
-    auto driver = driver_writes();
-    printf("driver %zu %s\\n", driver.size(), driver.back().c_str());
+    printf("mknod %d\\n", mknod("{scratch}/blk", S_IFBLK | 0600, makedev(7, 0)) == 0);
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in to = {{}};
+    to.sin_family = AF_INET;
+    to.sin_port = htons({port});
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    printf("tcp %d\\n", connect(s, (struct sockaddr*)&to, sizeof to) == 0);
+    char status[4096] = "";
+    FILE* f = fopen("/proc/self/status", "r");
+    size_t n = fread(status, 1, sizeof status - 1, f);
+    status[n] = 0;
+    printf("%s\\n", strstr(status, "CapEff:\\t0000000000000000") ? "no caps" : "caps");
 }}
-''')
+""")
     exe = tmp_path / "try"
     subprocess.run(["nvcc", "-std=c++17", str(source), "-o", str(exe)], check=True, capture_output=True)
     lines = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    late = subprocess.run([str(exe), "late"], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    listener.close()
     import resource
 
     from solbench.sandbox.confine import open_files_cap
 
     cap = open_files_cap(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
     assert lines[4].split()[2] == str(cap) and int(lines[4].split()[1]) <= cap, lines  # see confine.py
-    assert lines[0].endswith(f"; open files <= {cap}"), lines
+    assert lines[0].endswith(f"; open files <= {cap}; no capabilities") and lines[-1] == "no caps", lines
+    assert late == ["too late: 2 threads were already running when the runner was to be confined", "outside 1"], late
     abi = abi_version()
     if abi < 1:
         assert lines[0].startswith("not confined") and lines[2] == "outside 1"
@@ -87,21 +116,22 @@ int main() {{
     assert lines[0].startswith(f"confined (Landlock ABI {abi})"), lines
     assert lines[1:3] == ["scratch 1", "outside 0"], lines
     assert lines[3] == ("signal 0" if abi >= 6 else "signal 1"), lines
-    assert lines[5] == "device 1 sibling 0" and f"opened for writing beneath {outside}/device /proc/self;" in lines[0], lines
-    assert "threads running" not in lines[0], lines
-    assert lines[6] == "comm 1", lines  # the driver names its threads
-    assert lines[7] == "driver 1 /proc/self", lines
+    assert lines[5:8] == ["null 1", "comm 1", "mknod 0"], lines
+    assert lines[8] == ("tcp 0" if abi >= 4 else "tcp 1"), lines
 
 
-def test_the_runners_candidate_starts_threads_but_no_process(tmp_path):
-    """confine.h's forbid_processes (applied with the confinement, before the candidate loads), compiled alone
-    and tried on a CPU: a thread starts; fork, posix_spawn, system and execve do not, on a thread started before
-    the filter too (review i2: without TSYNC it forked)."""
+def test_the_runners_candidate_starts_threads_but_no_process_and_reaches_no_other(tmp_path):
+    """confine.h's filter_syscalls (applied before the candidate loads), compiled alone and tried on a CPU: a
+    thread starts; fork, posix_spawn, system and execve do not, on a thread started before the filter too
+    (review i2: without TSYNC it forked). Another process of the same user (here the parent) keeps its limits,
+    priority and CPUs (review j: an RLIMIT_CPU under a comparator's CPU time got it killed by the kernel), while
+    the process's own still change; no user namespace."""
     from pathlib import Path
 
     header = Path(__file__).resolve().parents[1] / "solbench" / "sandbox" / "native" / "confine.h"
     source = tmp_path / "try.cpp"
-    source.write_text(f'''#include "{header}"
+    source.write_text(f"""#include "{header}"
+#include <sched.h>
 #include <thread>
 #include <spawn.h>
 extern char** environ;
@@ -113,7 +143,13 @@ int main() {{
         if (p == 0) _exit(0);
         early_forked = p > 0;
     }});
-    printf("%s\\n", forbid_processes().c_str());
+    pid_t parent = getppid();
+    int nice_before = getpriority(PRIO_PROCESS, parent);
+    cpu_set_t before, after, one;
+    sched_getaffinity(parent, sizeof before, &before);
+    struct rlimit cpu;
+    prlimit(parent, RLIMIT_CPU, nullptr, &cpu);
+    printf("%s\\n", filter_syscalls().c_str());
     __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
     early.join();
     int ran = 0;
@@ -127,16 +163,29 @@ int main() {{
     int shell = system("true") == 0;
     execve("/bin/true", argv, environ);
     printf("thread %d fork %d early %d spawn %d system %d exec 0\\n", ran, pid > 0, early_forked, spawned, shell);
+    int limited = prlimit(parent, RLIMIT_CPU, &cpu, nullptr) == 0;  // the same value: harmless if it went through
+    setpriority(PRIO_PROCESS, parent, 19);
+    setpriority(PRIO_PROCESS, 0, 5);
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    sched_setaffinity(parent, sizeof one, &one);
+    sched_getaffinity(parent, sizeof after, &after);
+    struct rlimit own;
+    getrlimit(RLIMIT_CORE, &own);
+    printf("prlimit %d nice %d own nice %d cpus kept %d own limit %d userns %d\\n", limited,
+           getpriority(PRIO_PROCESS, parent) != nice_before, getpriority(PRIO_PROCESS, 0), CPU_EQUAL(&before, &after),
+           setrlimit(RLIMIT_CORE, &own) == 0, unshare(CLONE_NEWUSER) == 0);
 }}
-''')
+""")
     exe = tmp_path / "try"
     subprocess.run(["nvcc", "-std=c++17", str(source), "-o", str(exe)], check=True, capture_output=True)
     lines = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.splitlines()
-    if lines[0].startswith("processes not forbidden"):  # no seccomp here: said so, and nothing else changed
+    if lines[0].startswith("no syscall filter"):  # no seccomp here: said so, and nothing else changed
         assert len(lines) == 1, lines  # execve replaced the program
         return
-    assert lines == ["no new processes (seccomp: fork, exec and clone without CLONE_THREAD refused)",
-                     "thread 1 fork 0 early 0 spawn 0 system 0 exec 0"], lines
+    assert lines == ["no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces "
+                     "(seccomp)", "thread 1 fork 0 early 0 spawn 0 system 0 exec 0",
+                     "prlimit 0 nice 0 own nice 5 cpus kept 1 own limit 1 userns 0"], lines
 
 
 def test_the_runner_receives_the_fds_in_the_order_they_were_sent(tmp_path):

@@ -1,11 +1,14 @@
 """Confine the candidate's process with Landlock before its code is loaded (Linux >= 5.13, unprivileged).
 
 Once confined, the process and everything it starts can write only beneath the directories it is given
-(its scratch folder and /dev, where the GPU's device files and POSIX shared memory live): not the run
-folder, the build cache, solbench's installation or its bytecode, other runs' records, the leaderboard.
-From Landlock ABI 6 (Linux 6.12) it can also signal no process outside its own domain (not the
-supervisor, not the comparators' workers), and from ABI 1 it can ptrace none (so no reading or writing
-another process's memory through /proc/PID/mem). Reading stays open: a candidate reads its own files and
+(its scratch folder and /dev/shm, where POSIX shared memory lives) and to a few device files (the GPU's,
+/dev/null and kin; ioctls on no other device from ABI 5): not the run folder, the build cache, solbench's
+installation or its bytecode, other runs' records, the leaderboard. It can make no device node, use no
+TCP (from ABI 4: a local service such as a Ray cluster would run code for it unconfined), ptrace no process
+outside its own domain (so no reading or writing another process's memory through /proc/PID/mem), and from
+ABI 6 (Linux 6.12) signal none and reach no abstract Unix socket outside it (not the supervisor, not the
+comparators' workers). solbench.sandbox.privileges then takes every capability and what Landlock leaves
+open against other processes of the same user. Reading stays open: a candidate reads its own files and
 libraries. The native runner applies the same rules in C (solbench/sandbox/native/runner.cu).
 
 It may also hold at most CANDIDATE_OPEN_FILES files open, hard limit included (`limit_open_files`): Linux
@@ -28,12 +31,14 @@ _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _RULESET_VERSION = 1 << 0
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
-_SCOPE_SIGNAL = 1 << 1
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+_BIND_TCP, _CONNECT_TCP = 1 << 0, 1 << 1
 
 # Rights that change the file system (LANDLOCK_ACCESS_FS_*): write, remove, make anything; REFER from ABI 2,
 # TRUNCATE from ABI 3. Reading and executing are not handled, so they stay allowed everywhere.
 _WRITE_V1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
-_WRITE_FILE, _REFER, _TRUNCATE = 1 << 1, 1 << 13, 1 << 14
+_WRITE_FILE, _MAKE_CHAR, _MAKE_BLOCK = 1 << 1, 1 << 6, 1 << 11
+_REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -81,51 +86,93 @@ def limit_open_files() -> str:
 DRIVER_WRITES = ("/proc/self",)
 """Where existing files stay open to writing (nothing made or removed there): the CUDA driver names its threads
 through /proc/self/task/*/comm when it starts, after the confinement, and cudaSetDevice fails if it cannot
-(H200, driver 580). /proc/self is this process's own folder; nothing there reaches another process."""
+(H200, driver 580). /proc/self is this process's own folder; nothing there reaches another process. Its
+O_PATH descriptor stays open (_KEPT): Landlock ties the rule to the inode, which procfs makes anew once the
+dentry is reclaimed (review j, finding 6)."""
+
+_KEPT: list[int] = []
 
 
-def confine(writable: list[str], opened_for_writing: tuple[str, ...] = DRIVER_WRITES) -> str:
+def device_files() -> list[str]:
+    """The device files a candidate may open for writing and use ioctls on: the GPU's (/dev/nvidia*, the
+    /dev/nvidia-caps folder) and the harmless ones (null, zero, full, random, urandom). Not the rest of /dev:
+    a raw disk, the operator's terminal (TIOCSTI works on a read-only open), a loop device (review j, 3)."""
+    found = sorted(f"/dev/{name}" for name in os.listdir("/dev") if name.startswith("nvidia"))
+    found += [f"/dev/{name}" for name in ("null", "zero", "full", "random", "urandom")]
+    return [path for path in found if os.path.exists(path)]
+
+
+def shared_memory_dirs() -> list[str]:
+    """/dev/shm where there is one: POSIX shared memory (torch's CPU tensors, semaphores)."""
+    return [path for path in ("/dev/shm",) if os.path.isdir(path)]
+
+
+class ConfinedTooLate(RuntimeError):
+    """More than one thread was running: Landlock would not bind the others, so nothing is applied."""
+
+
+def confine(writable: list[str]) -> str:
     """Confine this process (see the module docstring); the directories in `writable` must exist. Returns
-    what was applied, in words, for the run's telemetry; OSError when the kernel refuses a step.
+    what was applied, in words, for the run's telemetry; OSError when the kernel refuses a step (the run goes on
+    unconfined, and says so); ConfinedTooLate when threads are already running.
 
     Landlock binds the calling thread and the threads it starts afterwards, not those already running: call it
-    while the process has one thread, before CUDA (whose threads run the candidate's host functions) starts."""
-    files = limit_open_files()
+    while the process has one thread, before CUDA (whose threads run the candidate's host functions) starts.
+    Then: no capabilities and the seccomp filter of solbench.sandbox.privileges."""
+    threads = len(os.listdir("/proc/self/task"))
+    if threads > 1:
+        raise ConfinedTooLate(f"{threads} threads were already running in the candidate's process when it was to be "
+                              "confined (the confinement binds none of them)")
+    from solbench.sandbox.privileges import drop_capabilities, filter_syscalls
+
+    words = [_landlock(writable), limit_open_files()]
+    words.append(drop_capabilities())
+    words.append(filter_syscalls())
+    return "; ".join(words)
+
+
+def _landlock(writable: list[str]) -> str:
     abi = abi_version()
     if abi < 1:
-        return f"not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs); {files}"
+        return "not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs)"
     libc = _libc()
-    write = _WRITE_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
-    scoped = _SCOPE_SIGNAL if abi >= 6 else 0
+    handled = _WRITE_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0) | (_IOCTL_DEV if abi >= 5 else 0)
+    folder = handled & ~(_MAKE_CHAR | _MAKE_BLOCK | _IOCTL_DEV)  # no device nodes made anywhere
+    device = _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0) | (_IOCTL_DEV if abi >= 5 else 0)
+    opened = _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0)
+    net = _BIND_TCP | _CONNECT_TCP if abi >= 4 else 0  # no rule allows a port: no TCP at all
+    scoped = _SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX if abi >= 6 else 0
     # The attribute struct grew with the ABI: pass only the size this kernel knows.
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    attr = _RulesetAttr(write, 0, scoped)
+    attr = _RulesetAttr(handled, net, scoped)
     ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+    devices = device_files()
     try:
-        file_write = _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0)
-        for path, allowed in [(path, write) for path in writable] + [(path, file_write) for path in opened_for_writing]:
+        rules = [(p, folder) for p in writable] + [(p, device) for p in devices] + [(p, opened) for p in DRIVER_WRITES]
+        for path, allowed in rules:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
                 rule = _PathBeneathAttr(allowed, fd)
                 if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)):
                     raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
             finally:
-                os.close(fd)
+                if path in DRIVER_WRITES:
+                    _KEPT.append(fd)
+                else:
+                    os.close(fd)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         if libc.syscall(_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)):
             raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
     finally:
         os.close(ruleset)
-    signals = "no signals outside it" if scoped else "signals not scoped (Landlock ABI < 6)"
-    opened = f"; existing files opened for writing beneath {' '.join(opened_for_writing)}" if opened_for_writing else ""
-    threads = len(os.listdir("/proc/self/task"))
-    if threads > 1:  # said, so a caller that confines too late shows in the record
-        opened += f"; applied with {threads} threads running (those it does not bind)"
-    return (f"confined (Landlock ABI {abi}): writes only beneath {', '.join(writable)}{opened}; no ptrace, {signals}; "
-            f"{files}")
+    return (f"confined (Landlock ABI {abi}): writes only beneath {', '.join(writable)}, to {len(devices)} device "
+            f"files (the GPU's, null, zero, random) and to existing files beneath {' '.join(DRIVER_WRITES)}; "
+            + ("device ioctls only on those; " if abi >= 5 else "device ioctls not limited (Landlock ABI < 5); ")
+            + ("no TCP; " if net else "TCP not limited (Landlock ABI < 4); ") + "no ptrace, "
+            + ("no signals or abstract sockets outside it" if scoped else "signals not scoped (Landlock ABI < 6)"))
 
 
 CACHE_VARIABLES = ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME")

@@ -65,10 +65,14 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
         tempfile.tempdir = None  # TMPDIR is read again
         # First, while this process has one thread: Landlock binds only the thread that applies it and those it
         # starts later, and CUDA's threads (which run the candidate's host functions) start with CUDA.
-        from solbench.sandbox.confine import confine
+        from solbench.sandbox.confine import ConfinedTooLate, confine, shared_memory_dirs
 
         try:
-            sandbox = confine([scratch, "/dev"])
+            sandbox = confine([scratch, *shared_memory_dirs()])
+        except ConfinedTooLate as exc:
+            send_reply(conn, LOAD_FAILED, f"{exc}; the supervisor starts its workers with a bare __main__ for this "
+                                          "(solbench.supervisor.python_worker), so something else started one")
+            return
         except OSError as exc:
             sandbox = f"not confined: {exc}"
     from solbench.sandbox.integrity import changed, snapshot

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from solbench.core.policy import TimingPolicy
 from solbench.sandbox.impls import ImplSpec
-from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir
+from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir, shared_memory_dirs
 from solbench.sandbox.replies import describe_exit
 from solbench.supervisor.cupti_verdict import round_flags
 from solbench.supervisor.python_worker import WorkerFailure
@@ -156,7 +156,7 @@ class NativeWorker:
         self._scratch = None if self.wrap else scratch_dir(self.spec)
         if self._scratch:
             env.update({name: self._scratch for name in CACHE_VARIABLES})
-        writable = (self._scratch, "/dev") if self._scratch else ()
+        writable = (self._scratch, *shared_memory_dirs()) if self._scratch else ()
         log = open(self.log_path, "ab")
         # The runner's end of a socketpair, inherited under its own number: the tensors' fds go there.
         theirs, started = None, False

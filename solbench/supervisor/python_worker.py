@@ -8,8 +8,12 @@ request. What runs inside the worker's process is solbench.sandbox.worker.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import sys
+import time
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +73,8 @@ class Worker:
         self._scratch = scratch_dir(self.spec)
         self._proc = ctx.Process(target=_serve, args=(child, self.spec, self.device, self.policy, str(self.log_path),
                                                       self._scratch), daemon=True)
-        self._proc.start()
+        with _bare_main():
+            self._proc.start()
         child.close()
         self._conn = parent
         status, value = self._receive("load", timeout_s + self.setup_s)
@@ -158,12 +163,12 @@ class Worker:
         if not kill and self._proc.is_alive():
             try:
                 self._send(("quit", None))
-                self._proc.join(5)
             except (BrokenPipeError, OSError):
                 pass
+            _wait_for_exit(self._proc, 5)
         if self._proc.is_alive() or kill:
             _kill_group(self._proc)
-            self._proc.join(5)
+            _wait_for_exit(self._proc, 5)
         if self._conn is not None:
             self._conn.close()
         self._proc = self._conn = None
@@ -180,6 +185,29 @@ class Worker:
         except OSError:
             return ""
         return (": " + " | ".join(tail)) if tail else ""
+
+
+def _wait_for_exit(proc, timeout_s: float) -> None:
+    """Until the process has exited or `timeout_s` passed. Not join(): a byte the candidate writes to its end of
+    the spawn sentinel makes join's wait return at once and then block in waitpid for good (review j, 5);
+    is_alive() never blocks."""
+    deadline = time.monotonic() + timeout_s
+    while proc.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def _bare_main():
+    """spawn runs the parent's __main__ file again in the child before the worker's own code: a script that
+    imports numpy or torch at its top level would start threads there before the candidate's confinement, which
+    binds none of them (review j, 4). While the worker starts, the child is told of a __main__ with nothing in it."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def _kill_group(proc) -> None:

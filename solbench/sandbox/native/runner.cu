@@ -239,7 +239,8 @@ static std::string forbidden_mapped() {
         if (!path) continue;
         std::string where = path;
         where.erase(where.find_last_not_of("\n") + 1);
-        // Code mapped from a file it made at run time (a memfd, a deleted file, its scratch folder) could be
+        // Code mapped from a file it made at run time (a memfd, a deleted file, its scratch folder or /dev/shm,
+        // the writable folders; review j, 7) could be
         // any library under any name: that is refused as such.
         char perms[8] = "";
         bool executable = sscanf(line, "%*s %7s", perms) == 1 && strchr(perms, 'x');
@@ -248,7 +249,7 @@ static std::string forbidden_mapped() {
             deleted = false;  // the candidate's build or this runner, replaced in the cache by a later build
         bool made_here = where.rfind("/memfd:", 0) == 0 || deleted;
         for (auto& dir : c.writable)
-            if (dir != "/dev" && where.rfind(dir + "/", 0) == 0) made_here = true;
+            if (where.rfind(dir + "/", 0) == 0) made_here = true;
         if (executable && made_here) {
             found = format("the candidate's process runs code from a file made at run time (%s): which library it "
                            "is cannot be told, so it is not allowed", where.c_str());
@@ -1406,7 +1407,11 @@ int main(int argc, char** argv) {
     const Config& cfg = g_cfg;
     // Landlock binds this thread and the threads it starts from now on: confined before CUDA and CUPTI start
     // theirs, on which the candidate's code can run too (a host function).
-    if (!cfg.writable.empty()) g_sandbox = confine(cfg.writable, driver_writes());
+    if (!cfg.writable.empty()) {
+        g_sandbox = confine(cfg.writable);
+        if (g_sandbox.rfind("too late", 0) == 0) { reply("error", g_sandbox); return 3; }
+        g_sandbox += "; " + drop_capabilities();
+    }
     check_cuda("cudaSetDevice", cudaSetDevice(cfg.device));
     check_cuda("CUDA context", cudaFree(nullptr));
     if (cfg.fd_socket >= 0) {  // before the candidate loads: the calls it maps the supervisor's tensors with
@@ -1419,7 +1424,7 @@ int main(int argc, char** argv) {
     if (!cfg.writable.empty()) {
         // Every thread, CUDA's and CUPTI's included (TSYNC). Not under `solbench profile`: the profiler's library
         // in the process may start its own helpers.
-        if (!getenv("SOLBENCH_PROFILE_CHECK")) g_sandbox += "; " + forbid_processes();
+        if (!getenv("SOLBENCH_PROFILE_CHECK")) g_sandbox += "; " + filter_syscalls();
     }
     // What CUPTI records before any candidate code runs: the supervisor holds every round to it (a constructor
     // that switches the runner's own state off would otherwise only change what the runner says of itself).

@@ -1,0 +1,177 @@
+"""Review j (reports/timing-h200/session-2026-12-04j/review-j.md): what Landlock left open to a confined Python
+candidate, each tried on a CPU in a process confined as the candidate's worker is (solbench.sandbox.confine):
+other processes of the same user (prlimit, setpriority, sched_setaffinity), local services (TCP), device nodes
+and capabilities as root, threads that predate the confinement, and the supervisor's wait on a worker that
+writes to its spawn sentinel."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from solbench.sandbox.confine import abi_version
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _confined(tmp_path, body: str) -> dict:
+    """Run `body` in a fresh interpreter confined as the candidate's worker is; it fills `seen`, printed as a dict."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    code = textwrap.dedent(f"""
+        import os, resource, socket, threading
+        from solbench.sandbox.confine import confine, shared_memory_dirs
+        seen = {{"said": confine([{str(scratch)!r}, *shared_memory_dirs()])}}
+        def attempt(name, call):
+            try:
+                seen[name] = call()
+            except OSError as exc:
+                seen[name] = type(exc).__name__
+    """) + textwrap.dedent(body) + "\nprint(repr(seen))\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr[-2000:]
+    return eval(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path):
+    """An RLIMIT_CPU below a comparator's CPU time gets it killed by the kernel (review j, 1): refused; its
+    priority and CPUs stay as they were; the candidate's own still change; reading another's limits works."""
+    parent = os.getpid()
+    before = (os.getpriority(os.PRIO_PROCESS, parent), os.sched_getaffinity(parent))
+    seen = _confined(tmp_path, f"""
+        current = resource.prlimit({parent}, resource.RLIMIT_CPU)
+        attempt("prlimit", lambda: resource.prlimit({parent}, resource.RLIMIT_CPU, current))
+        attempt("read", lambda: resource.prlimit({parent}, resource.RLIMIT_CPU) == current)
+        attempt("nice", lambda: os.setpriority(os.PRIO_PROCESS, {parent}, 19))
+        attempt("nice_user", lambda: os.setpriority(os.PRIO_USER, 0, 19))
+        attempt("cpus", lambda: os.sched_setaffinity({parent}, {{0}}))
+        attempt("own_nice", lambda: (os.setpriority(os.PRIO_PROCESS, 0, 3), os.getpriority(os.PRIO_PROCESS, 0))[1])
+        attempt("own_limit", lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+        import ctypes
+        attempt("userns", lambda: ctypes.CDLL(None, use_errno=True).unshare(0x10000000))
+    """)
+    assert seen["prlimit"] == "PermissionError" and seen["read"] is True, seen
+    assert (os.getpriority(os.PRIO_PROCESS, parent), os.sched_getaffinity(parent)) == before
+    assert seen["own_nice"] == 3 and seen["own_limit"] is None and seen["userns"] == -1, seen
+    assert "other processes' limits, priorities and CPUs out of reach" in seen["said"], seen
+
+
+def test_the_prlimit_variant_of_kills_the_yardstick_is_refused(tmp_path):
+    """The review's one-line change to kills_the_yardstick.py: the comparators' CPU-time limit instead of a
+    signal. Refused, so the candidate's call raises (runtime_error), as the signal is (ABI >= 6)."""
+    from solbench.core.policy import QUICK
+    from solbench.supervisor.runner import RunConfig, run
+
+    cheat = (ROOT / "reference_kernels/adversarial/python/kills_the_yardstick.py").read_text()
+    kill = "os.kill(int(entry), signal.SIGKILL)"
+    assert kill in cheat
+    variant = tmp_path / "limits_the_yardstick.py"
+    variant.write_text(cheat.replace(kill, "__import__('resource').prlimit(int(entry), __import__('resource').RLIMIT_CPU, (1, 1))")
+                       .replace('Path(__file__).resolve().parents[2] / "torch_attention.py"',
+                                repr(str(ROOT / "reference_kernels" / "torch_attention.py"))))
+    result = run(RunConfig(candidate=str(variant), suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path / "run",
+                           max_scenarios=2))
+    got = [(o.status.value, o.reason[:160]) for o in result.outcomes]
+    assert all(status != "passed" and "Operation not permitted" in reason for status, reason in got), got
+
+
+@pytest.mark.skipif(abi_version() < 4, reason="Landlock ABI < 4 cannot refuse TCP")
+def test_a_confined_candidate_opens_no_tcp_connection(tmp_path):
+    """A local service that runs code on request (the Ray cluster of --executor ray) ran the candidate's code
+    unconfined (review j, 2): no TCP connection, no listening port."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        seen = _confined(tmp_path, f"""
+            attempt("connect", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=5).close())
+            attempt("bind", lambda: socket.create_server(("127.0.0.1", 0)).close())
+        """)
+    assert seen["connect"] == "PermissionError" and seen["bind"] == "PermissionError", seen
+
+
+@pytest.mark.skipif(abi_version() < 1, reason="no Landlock")
+def test_a_confined_candidate_makes_no_device_node_and_keeps_no_capability(tmp_path):
+    """As root a block device node in /dev/shm was the raw disk (review j, 3): no node anywhere, and no
+    capability left (mknod, TIOCSTI, adjtimex, bpf); /dev/null and /dev/shm still work."""
+    seen = _confined(tmp_path, f"""
+        attempt("mknod", lambda: os.mknod({str(tmp_path / "scratch" / "blk")!r}, 0o600 | 0o60000, os.makedev(7, 0)))
+        attempt("null", lambda: open("/dev/null", "w").write("x"))
+        attempt("caps", lambda: [l.split()[1] for l in open("/proc/self/status") if l.startswith(("CapEff", "CapBnd"))])
+        attempt("shm", lambda: (open("/dev/shm/solbench-review-j", "w").write("x"), os.unlink("/dev/shm/solbench-review-j")))
+    """)
+    assert seen["mknod"] in ("PermissionError", "OSError") and seen["null"] == 1, seen
+    assert seen["caps"] == ["0000000000000000"] * 2, seen
+    if os.path.isdir("/dev/shm"):
+        assert seen["shm"] == (1, None), seen
+
+
+def test_a_process_with_a_thread_already_running_is_not_confined_and_says_so():
+    """Landlock would not bind a thread started before it (review j, 4): nothing is applied."""
+    from solbench.sandbox.confine import ConfinedTooLate
+
+    code = ("import threading, time\nfrom solbench.sandbox.confine import confine, ConfinedTooLate\n"
+            "threading.Thread(target=time.sleep, args=(2,), daemon=True).start()\n"
+            "try:\n    confine(['/tmp'])\nexcept ConfinedTooLate as exc:\n    print('too late:', exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT).stdout
+    assert out.startswith("too late: 2 threads were already running"), out
+    assert issubclass(ConfinedTooLate, RuntimeError)
+
+
+def test_a_worker_started_from_a_script_that_imports_numpy_is_confined_with_one_thread(tmp_path):
+    """spawn runs the parent's __main__ again in the child: a top-level `import numpy` started an OpenBLAS
+    thread before the confinement (review j, 4). The supervisor starts its workers with a bare __main__."""
+    script = tmp_path / "drive.py"
+    script.write_text(textwrap.dedent(f"""
+        import numpy  # noqa: F401  (a thread in this process, and in the worker if it ran this file again)
+        from solbench.core.policy import QUICK
+        from solbench.supervisor.runner import RunConfig, run
+
+        if __name__ == "__main__":
+            result = run(RunConfig(candidate={str(ROOT / "reference_kernels/torch_attention.py")!r}, suite="smoke",
+                                   device="cpu", policy=QUICK, out_dir={str(tmp_path / "run")!r}, max_scenarios=1))
+            (outcome,) = result.outcomes
+            print(outcome.status.value, outcome.measurements["candidate"].telemetry["sandbox"] if outcome.measurements else outcome.reason)
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("passed "), out.stdout
+
+
+def test_a_worker_that_writes_to_its_spawn_sentinel_cannot_hang_the_supervisors_stop(tmp_path):
+    """A readable sentinel made join() call a blocking waitpid, and a candidate that wrote a byte to it and kept
+    a thread alive hung `solbench run` for good (review j, 5): stop() waits with a deadline, then kills."""
+    from solbench.core.policy import QUICK
+    from solbench.supervisor.runner import RunConfig, run
+
+    cheat = tmp_path / "hangs.py"
+    cheat.write_text(textwrap.dedent("""
+        import os, stat, threading, time
+        import torch
+        _done = []
+
+        def forward(inp):
+            if not _done:
+                for fd in range(3, 64):
+                    try:
+                        mode = os.fstat(fd).st_mode
+                        if stat.S_ISFIFO(mode) and os.get_blocking(fd) is not None:
+                            os.write(fd, b"x")
+                    except OSError:
+                        pass
+                threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon: the process stays
+                _done.append(1)
+            inp.out.zero_()
+            inp.lse.zero_()
+    """))
+    started = time.monotonic()
+    result = run(RunConfig(candidate=str(cheat), suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path / "run",
+                           max_scenarios=1, seed=None))
+    assert time.monotonic() - started < 120
+    assert [o.status.value for o in result.outcomes] == ["mismatch"], [(o.status, o.reason) for o in result.outcomes]
