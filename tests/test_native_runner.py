@@ -107,7 +107,7 @@ int main(int argc, char**) {{
 
     cap = open_files_cap(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
     assert lines[4].split()[2] == str(cap) and int(lines[4].split()[1]) <= cap, lines  # see confine.py
-    assert lines[0].endswith(f"; open files <= {cap}; no capabilities") and lines[-1] == "no caps", lines
+    assert lines[0].endswith(f"; open files <= {cap}, each file <= 16 GiB; no capabilities") and lines[-1] == "no caps", lines
     assert late == ["too late: 2 threads were already running when the runner was to be confined", "outside 1"], late
     abi = abi_version()
     if abi < 1:

@@ -175,3 +175,35 @@ def test_a_worker_that_writes_to_its_spawn_sentinel_cannot_hang_the_supervisors_
                            max_scenarios=1, seed=None))
     assert time.monotonic() - started < 120
     assert [o.status.value for o in result.outcomes] == ["mismatch"], [(o.status, o.reason) for o in result.outcomes]
+
+
+def _state(pid: int) -> str:
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+
+
+def test_the_candidates_process_sleeps_between_its_requests_and_a_comparators_does_not(tmp_path):
+    """Review k, 1: a candidate left running between its requests watched for the comparators' rounds and
+    loaded the CPU just then (ratio 1.82 over the seed with the seed's own code). Its process group is stopped
+    from each reply to the next request; a trusted comparator's is not; stop() still ends a stopped worker."""
+    from solbench.core.policy import QUICK
+    from solbench.sandbox.impls import ImplSpec
+    from solbench.supervisor.python_worker import Worker
+
+    module = str(ROOT / "reference_kernels" / "torch_attention.py")
+    candidate = Worker(ImplSpec("candidate", "python", module), "cpu", QUICK, tmp_path / "c.log")
+    seed = Worker(ImplSpec("seed", "python", module), "cpu", QUICK, tmp_path / "s.log")
+    try:
+        candidate.start(60)
+        seed.start(60)
+        time.sleep(0.2)
+        assert _state(candidate.pid) == "T" and _state(seed.pid) in "SR", (_state(candidate.pid), _state(seed.pid))
+        candidate.request("release", None, 60)
+        time.sleep(0.2)
+        assert _state(candidate.pid) == "T"
+        pid = candidate.pid
+    finally:
+        started = time.monotonic()
+        candidate.stop()
+        seed.stop()
+    assert time.monotonic() - started < 4  # it quit when asked: resumed first, not killed after the grace
+    assert not Path(f"/proc/{pid}").exists() or _state(pid) == "Z"

@@ -234,6 +234,6 @@ print(*resource.getrlimit(resource.RLIMIT_NOFILE))
 """], capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     cap = open_files_cap(hard)
-    assert f"; open files <= {cap}; no capabilities; " in said[0] and said[1].split()[1] == str(cap), said
+    assert f"; open files <= {cap}, each file <= 16 GiB; no capabilities; " in said[0] and said[1].split()[1] == str(cap), said
     assert cap <= CANDIDATE_OPEN_FILES and (hard == resource.RLIM_INFINITY or 2 * cap <= hard)
     assert open_files_cap(1000) == 500 and open_files_cap(resource.RLIM_INFINITY) == CANDIDATE_OPEN_FILES

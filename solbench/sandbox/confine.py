@@ -66,6 +66,10 @@ CANDIDATE_OPEN_FILES = 4096
 own soft limit to (solbench.supervisor.runner), so what it can park in flight stays below that."""
 
 
+FILE_SIZE_CAP = 16 << 30
+"""The largest file the candidate's process may write (RLIMIT_FSIZE, hard limit included)."""
+
+
 def open_files_cap(hard: int) -> int:
     """CANDIDATE_OPEN_FILES, or half of `hard` when that is lower (RLIM_INFINITY is any large number)."""
     import resource
@@ -80,7 +84,10 @@ def limit_open_files() -> str:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     cap = open_files_cap(hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, cap), cap))
-    return f"open files <= {cap}"
+    # And no file past FILE_SIZE_CAP: its scratch folder, /dev/shm and its own log in the run folder would
+    # otherwise fill the disk (review k, 3); a write past it gets SIGXFSZ, a crash of its scenario.
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_CAP, FILE_SIZE_CAP))
+    return f"open files <= {cap}, each file <= {FILE_SIZE_CAP >> 30} GiB"
 
 
 DRIVER_WRITES = ("/proc/self",)

@@ -26,6 +26,7 @@ from solbench.core.policy import TimingPolicy
 from solbench.sandbox.impls import ImplSpec
 from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir, shared_memory_dirs
 from solbench.sandbox.replies import describe_exit
+from solbench.supervisor import pause
 from solbench.supervisor.cupti_verdict import round_flags
 from solbench.supervisor.python_worker import WorkerFailure
 
@@ -208,15 +209,29 @@ class NativeWorker:
             raise WorkerFailure("tampered", f"{self.spec.name}: malformed reply from the runner to load: not a JSON object")
         # Held against every round (round_flags), whatever the runner says of itself once the candidate is loaded.
         self.description = {**described, "before_load": before}
+        pause.hold(self._held_pid())
 
     def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
-        from solbench.gpu import device_memory
-
         if not self.running:
             self.start(timeout_s)
         self.prepares += cmd == "prepare"
         if cmd not in ("prepare", "release", "check", "round", "warm_up", "launcher_split"):
             raise ValueError(f"NativeWorker: unknown command {cmd!r}")
+        pause.resume(self._held_pid())
+        try:
+            return self._request(cmd, payload, timeout_s)
+        finally:
+            pause.hold(self._held_pid())
+
+    def _held_pid(self) -> int | None:
+        """The process group to hold between requests (solbench.supervisor.pause): the candidate's runner, alive,
+        when no sanitizer wraps it."""
+        alive = self._proc is not None and self._proc.poll() is None
+        return self._proc.pid if alive and pause.wanted(self.spec) and not self.wrap else None
+
+    def _request(self, cmd: str, payload, timeout_s: float):
+        from solbench.gpu import device_memory
+
         try:
             if cmd in ("prepare", "release"):  # the runner unmaps every earlier copy first (runner.cu release_all)
                 mark = device_memory.loan_mark(self._holder)
@@ -239,6 +254,7 @@ class NativeWorker:
         """Quit (waiting `grace_s` for the runner, and any wrap, to leave), then end its whole group."""
         if self._proc is None:
             return
+        pause.resume(self._held_pid())  # a stopped runner reads no quit (and SIGKILL needs no resume)
         if not kill and self._proc.poll() is None:
             try:
                 self._proc.stdin.write(b"quit\n")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from solbench.core.policy import TimingPolicy
 from solbench.sandbox.confine import remove_scratch, scratch_dir
+from solbench.supervisor import pause
 from solbench.sandbox.impls import ImplSpec
 from solbench.sandbox.replies import Stalled, describe_exit, read_reply, recv_within
 from solbench.sandbox.worker import (ERROR_CONTEXT_INTACT, LETS_GO, LOAD_FAILED, WORKER_LOG_PREFIX, _on_gpu,
@@ -84,6 +85,7 @@ class Worker:
         if status == LOAD_FAILED:
             self.stop(kill=True)
             raise WorkerFailure("load", f"{self.spec.name}: {value}")
+        pause.hold(self._held_pid())
 
     @property
     def pid(self) -> int | None:
@@ -101,6 +103,7 @@ class Worker:
             self.start(timeout_s)
         self.prepares += cmd == "prepare"
         mark = device_memory.loan_mark(self._holder) if cmd in LETS_GO else None
+        pause.resume(self._held_pid())
         try:
             self._send((cmd, payload))
         except (BrokenPipeError, ConnectionResetError):
@@ -109,6 +112,7 @@ class Worker:
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: could not be sent its {cmd}: {exc}") from None
         status, value = self._receive(cmd, timeout_s)
+        pause.hold(self._held_pid())
         if mark is not None and status == "ok":
             device_memory.returned(self._holder, mark)  # it closed its mappings of what it was sent before
         if status == ERROR_CONTEXT_INTACT:
@@ -123,6 +127,10 @@ class Worker:
         if cmd == "round" and isinstance(value, dict) and isinstance(value.get("telemetry"), dict):
             value["telemetry"]["sandbox"] = self.sandbox
         return value
+
+    def _held_pid(self) -> int | None:
+        """The process group to hold between requests (solbench.supervisor.pause): the candidate's, alive."""
+        return self._proc.pid if self._proc is not None and pause.wanted(self.spec) and self._proc.is_alive() else None
 
     def _send(self, message) -> None:
         """A command down the pipe: on a GPU by solbench.gpu.ipc (tensors as tokens of their own allocations,
@@ -150,7 +158,7 @@ class Worker:
             raise WorkerFailure("error", f"{self.spec.name}: malformed reply to {what!r} ({exc})") from None
 
     def _died(self, what: str):
-        self._proc.join(2)  # reap it, so the exit code (the signal) can be reported
+        _wait_for_exit(self._proc, 2)  # reap it, so the exit code (the signal) can be reported; not join (stop())
         code = self._proc.exitcode
         self.stop(kill=True)
         during = " while loading" if what == "load" else ""
@@ -160,6 +168,7 @@ class Worker:
     def stop(self, kill: bool = False):
         if self._proc is None:
             return
+        pause.resume(self._held_pid())  # a stopped process reads no quit (and SIGKILL needs no resume)
         if not kill and self._proc.is_alive():
             try:
                 self._send(("quit", None))

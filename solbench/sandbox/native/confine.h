@@ -33,7 +33,9 @@ static std::string limit_open_files() {
     rlim_t cap = lim.rlim_max == RLIM_INFINITY ? 4096 : std::min<rlim_t>(4096, lim.rlim_max / 2);
     struct rlimit lowered = {std::min(lim.rlim_cur, cap), cap};
     if (setrlimit(RLIMIT_NOFILE, &lowered)) return format("open files not limited: %s", strerror(errno));
-    return format("open files <= %llu", (unsigned long long)cap);
+    struct rlimit size = {16ull << 30, 16ull << 30};  // confine.py's FILE_SIZE_CAP: no disk filled (review k, 3)
+    if (setrlimit(RLIMIT_FSIZE, &size)) return format("open files <= %llu, file size not limited", (unsigned long long)cap);
+    return format("open files <= %llu, each file <= 16 GiB", (unsigned long long)cap);
 }
 
 // What the CUDA driver opens for writing when it starts, which is after the runner confines itself: its
