@@ -132,7 +132,11 @@ def confine(writable: list[str]) -> str:
                               "confined (the confinement binds none of them)")
     from solbench.sandbox.privileges import drop_capabilities, filter_syscalls
 
-    words = [_landlock(writable), limit_open_files()]
+    try:
+        landlock = _landlock(writable)
+    except OSError as exc:  # the rest still applies (review k, 5)
+        landlock = f"not confined: {exc}"
+    words = [landlock, limit_open_files()]
     words.append(drop_capabilities())
     words.append(filter_syscalls())
     return "; ".join(words)

@@ -12,6 +12,7 @@ import contextlib
 import multiprocessing
 import os
 import sys
+import threading
 import time
 import types
 from dataclasses import dataclass
@@ -210,13 +211,17 @@ def _bare_main():
     """spawn runs the parent's __main__ file again in the child before the worker's own code: a script that
     imports numpy or torch at its top level would start threads there before the candidate's confinement, which
     binds none of them (review j, 4). While the worker starts, the child is told of a __main__ with nothing in it."""
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
+    with _MAIN_SWAP:  # workers started from two threads at once must not keep each other's bare module
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
+
+
+_MAIN_SWAP = threading.Lock()
 
 
 def _kill_group(proc) -> None:
