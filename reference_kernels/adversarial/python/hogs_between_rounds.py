@@ -34,18 +34,22 @@ def forward(inp) -> None:
 
 
 def _siblings() -> list[int]:
-    parent, found = os.getppid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
+    """The supervisor's other spawn children (the comparators' workers), from its children lists."""
+    parent, children = os.getppid(), set()
+    for task in os.listdir(f"/proc/{parent}/task"):
         try:
-            stat = open(f"/proc/{entry}/stat").read()
-            cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
+            children.update(int(pid) for pid in open(f"/proc/{parent}/task/{task}/children").read().split())
         except OSError:
-            continue
-        if int(stat[stat.rindex(")") + 2:].split()[1]) == parent and b"spawn_main" in cmdline:
-            found.append(int(entry))
-    return found
+            pass
+    children.discard(os.getpid())
+    workers = []
+    for pid in children:
+        try:
+            if b"spawn_main" in open(f"/proc/{pid}/cmdline", "rb").read():
+                workers.append(pid)
+        except OSError:
+            pass
+    return workers
 
 
 def _running(pid: int) -> bool:
