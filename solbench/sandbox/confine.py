@@ -11,7 +11,7 @@ comparators' workers). solbench.sandbox.privileges then takes every capability a
 open against other processes of the same user. Reading stays open: a candidate reads its own files and
 libraries. The native runner applies the same rules in C (solbench/sandbox/native/runner.cu).
 
-It may also hold at most CANDIDATE_OPEN_FILES files open, hard limit included (`limit_open_files`): Linux
+It may also hold at most CANDIDATE_OPEN_FILES files open, hard limit included (`limit_files`): Linux
 charges every fd in flight over a Unix socket to the sending *user* and refuses a send once that count
 passes the sender's own RLIMIT_NOFILE, so a candidate with the supervisor's limit could park fds in flight
 and make the supervisor's sends of tensors to the comparators fail (review of the fd path, finding 1). A
@@ -77,8 +77,9 @@ def open_files_cap(hard: int) -> int:
     return CANDIDATE_OPEN_FILES if hard == resource.RLIM_INFINITY else min(CANDIDATE_OPEN_FILES, hard // 2)
 
 
-def limit_open_files() -> str:
-    """Lower this process's RLIMIT_NOFILE, hard limit included, to open_files_cap; the words for the record."""
+def limit_files() -> str:
+    """Lower this process's RLIMIT_NOFILE, hard limit included, to open_files_cap, and its RLIMIT_FSIZE to
+    FILE_SIZE_CAP; the words for the record."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -136,7 +137,7 @@ def confine(writable: list[str]) -> str:
         landlock = _landlock(writable)
     except OSError as exc:  # the rest still applies (review k, 5)
         landlock = f"not confined: {exc}"
-    words = [landlock, limit_open_files()]
+    words = [landlock, limit_files()]
     words.append(drop_capabilities())
     words.append(filter_syscalls())
     return "; ".join(words)

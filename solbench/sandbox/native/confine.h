@@ -27,7 +27,7 @@
 // RLIMIT_NOFILE, hard limit included, down to confine.py's open_files_cap (CANDIDATE_OPEN_FILES = 4096, or half
 // the hard limit): fds in flight over Unix sockets count against the user, so a candidate with the
 // supervisor's limit could park enough of them to make the supervisor's sends fail.
-static std::string limit_open_files() {
+static std::string limit_files() {
     struct rlimit lim;
     if (getrlimit(RLIMIT_NOFILE, &lim)) return format("open files not limited: %s", strerror(errno));
     rlim_t cap = lim.rlim_max == RLIM_INFINITY ? 4096 : std::min<rlim_t>(4096, lim.rlim_max / 2);
@@ -78,7 +78,7 @@ static int thread_count() {
 static std::string confine(const std::vector<std::string>& writable) {
     if (int threads = thread_count(); threads > 1)
         return format("too late: %d threads were already running when the runner was to be confined", threads);
-    std::string files = limit_open_files();
+    std::string files = limit_files();
     long abi = syscall(444, nullptr, 0, 1u);  // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
     if (abi < 1) return "not confined: this kernel has no Landlock (Linux >= 5.13 with landlock among its LSMs); " + files;
     const unsigned long long WRITE_FILE = 1ull << 1, MAKE_CHAR = 1ull << 6, MAKE_BLOCK = 1ull << 11;
