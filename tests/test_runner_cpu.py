@@ -379,6 +379,21 @@ def test_resume_refuses_another_set_of_implementations(tmp_path):
         run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path, seed=GOOD))
 
 
+def test_a_run_recorded_before_round_budget_ms_resumes_only_with_the_budget_off(tmp_path):
+    """Runs recorded before round_budget_ms took round_samples calls every round: their policy reads as
+    round_budget_ms 0, so --resume goes on the same way with `--policy round_budget_ms=0` and refuses the default."""
+    from solbench.core.errors import ConfigError
+
+    off = replace(QUICK, round_budget_ms=0.0)
+    run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=off, out_dir=tmp_path, max_scenarios=1, seed=None))
+    doc = json.loads((tmp_path / "results.json").read_text())
+    del doc["policy"]["round_budget_ms"]
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    with pytest.raises(ConfigError, match="timing policy"):
+        run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path, seed=None))
+    assert run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=off, resume=tmp_path, seed=None)).complete
+
+
 def test_run_json_prints_one_object_for_agents(tmp_path, capsys):
     assert main(["run", GOOD, "--device", "cpu", "--quick", "--json", "--max-scenarios", "2", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
@@ -508,3 +523,40 @@ def test_comparators_are_checked_while_the_reference_is_computed_and_the_candida
     assert names.index("check seed") < names.index("reference ends") < names.index("check candidate")
     assert dict(events)["check seed"] is False and dict(events)["check candidate"] is True
     assert dict(events)["reference begins"] is True
+
+
+def test_long_calls_get_fewer_calls_a_round_after_the_first():
+    """round_budget_ms: a 50 ms implementation gets one call a round after its first round, a 12 ms one two,
+    a 1 ms one round_samples; the ratios still rest on min_rounds rounds, and 0 turns the budget off."""
+    from dataclasses import replace as dc_replace
+
+    from solbench.core.policy import TimingPolicy, round_calls
+    from solbench.executor.plan import calls_per_impl
+    from solbench.supervisor.rounds import time_interleaved
+    from tests.fake_rounds import Copies
+
+    policy = TimingPolicy(warmup_ms=0, round_samples=3, min_rounds=6, max_rounds=6, round_budget_ms=30.0,
+                          launcher_ab=False)
+    assert [round_calls(policy, ms) for ms in (0.0, 1.0, 10.0, 12.0, 50.0)] == [3, 3, 3, 2, 1]
+    assert round_calls(dc_replace(policy, round_budget_ms=0), 50.0) == 3
+    assert calls_per_impl(policy, 50.0) == 1 + 3 + 5 and calls_per_impl(policy, 1.0) == 1 + 18
+
+    class Fixed:
+        def __init__(self, ms):
+            self.ms, self.orders = ms, []
+
+        def request(self, cmd, payload, timeout_s):
+            if cmd != "round":
+                return {}
+            self.orders.append(len(payload["order"]))
+            n = len(payload["order"])
+            return {"device_ms": [self.ms] * n, "host_ms": [self.ms] * n, "flags": [], "telemetry": {}}
+
+    workers = {"candidate": Fixed(1.0), "seed": Fixed(50.0), "lib": Fixed(12.0)}
+    measurements, ratios = time_interleaved(workers, {n: Copies() for n in workers}, policy, 5.0, "cuda_events")
+    # requests go in parts of at most two calls (AUDITED_PART): 3 = 2 + 1 (the clock check may add rounds after)
+    assert workers["candidate"].orders[:12] == [2, 1] * 6
+    assert workers["seed"].orders[:7] == [2, 1] + [1] * 5
+    assert workers["lib"].orders[:7] == [2, 1] + [2] * 5
+    assert [len(measurements[n].samples_ms) for n in workers] == [18, 3 + 5, 3 + 10]
+    assert len(ratios["seed"]) == len(ratios["lib"]) == 6 and set(ratios["seed"]) == {50.0}

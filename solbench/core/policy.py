@@ -17,6 +17,12 @@ class TimingPolicy:
     p95 0.33 % (reports/timing-h200/session-2026-12-04i)."""
     round_samples: int = 3
     """Timed iterations per implementation per interleaved round."""
+    round_budget_ms: float = 30.0
+    """Device time one implementation's round aims at: after its first round, an implementation whose calls
+    take longer than round_budget_ms / round_samples gets fewer calls a round, down to one (round_calls). On
+    the H200 the seed's >= 15 ms calls on 78 of 150 `hopper` scenarios took 214 s of the 270 s of rounds at three
+    calls a round (reports/timing-h200/session-2026-12-04i), where one call varies by far less than the CI
+    asks; 0 keeps round_samples always. Ratios still rest on min_rounds rounds."""
     min_rounds: int = 6
     """Rounds always taken, whatever the noise. Ratios are formed per round, so this is how many ratios
     the candidate's per-scenario CI rests on: six is the fewest whose (min, max) covers the median with
@@ -75,6 +81,17 @@ class TimingPolicy:
         return asdict(self)
 
 
+BEFORE_FIELDS = {"round_budget_ms": 0.0}
+"""Fields added after runs were recorded, with the value that describes what those runs did (every round
+took round_samples calls before 2026-12-04k): `as_recorded` fills them in, so such a run still resumes with
+`--policy round_budget_ms=0`."""
+
+
+def as_recorded(policy: dict) -> dict:
+    """A recorded policy with the fields it predates filled in as BEFORE_FIELDS says they were in effect."""
+    return {**BEFORE_FIELDS, **policy}
+
+
 L2_FLUSH_METHODS = ("write", "read", "both")
 """The L2 flush methods CudaOps implements (see TimingPolicy.l2_flush)."""
 
@@ -83,6 +100,7 @@ _RANGES = {
     "max_rounds": ((1, True), None), "target_rel_ci": ((0, False), 1), "max_time_s": ((0, False), None),
     "rotate_inputs": ((1, True), None), "host_check_tolerance": ((0, True), 1),
     "launcher_budget_ms": ((0, True), None), "launch_cover_ms": ((0, True), None),
+    "round_budget_ms": ((0, True), None),
 }
 """Per numeric field: ((lowest, whether the lowest itself is allowed), exclusive upper limit or None)."""
 
@@ -99,6 +117,14 @@ QUICK = TimingPolicy(warmup_ms=5.0, round_samples=3, min_rounds=2, max_rounds=4,
 
 _PARSERS = {"int": int, "float": float, "str": str,
             "bool": lambda raw: {"true": True, "1": True, "false": False, "0": False}[raw.lower()]}
+
+
+def round_calls(policy: TimingPolicy, call_ms: float) -> int:
+    """Calls a round makes of an implementation whose calls take `call_ms`: round_samples, fewer (down to
+    one) where that many would take longer than round_budget_ms."""
+    if policy.round_budget_ms <= 0 or not call_ms > 0:
+        return policy.round_samples
+    return max(1, min(policy.round_samples, int(policy.round_budget_ms // call_ms)))
 
 
 def with_overrides(base: TimingPolicy, spec: str | None) -> TimingPolicy:

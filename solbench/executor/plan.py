@@ -12,7 +12,7 @@ import heapq
 from dataclasses import dataclass
 
 from solbench.core.errors import ConfigError
-from solbench.core.policy import TimingPolicy
+from solbench.core.policy import TimingPolicy, round_calls
 from solbench.core.scenario import Scenario
 
 
@@ -34,9 +34,11 @@ class CostModel:
     """Rate at which the supervisor writes fresh input contents before each round, TB/s (GB/ms)."""
 
 
-def calls_per_impl(policy: TimingPolicy) -> int:
-    """Calls one implementation makes per scenario at least: the check, the minimum rounds, the launcher split."""
-    return 1 + policy.min_rounds * policy.round_samples + (8 if policy.launcher_ab else 0)
+def calls_per_impl(policy: TimingPolicy, call_ms: float = 0.0) -> int:
+    """Calls one implementation whose calls take `call_ms` makes per scenario at least: the check, the minimum
+    rounds (the first with round_samples calls, the others with round_calls), the launcher split."""
+    rounds = policy.round_samples + (policy.min_rounds - 1) * round_calls(policy, call_ms)
+    return 1 + rounds + (8 if policy.launcher_ab else 0)
 
 
 def estimate_s(sc: Scenario, impls: int, policy: TimingPolicy, bound_ms: float | None,
@@ -47,7 +49,7 @@ def estimate_s(sc: Scenario, impls: int, policy: TimingPolicy, bound_ms: float |
 
     call_ms = (bound_ms / model.sol_share) if bound_ms else flops(sc) / (model.cpu_gflops * 1e6)
     refill_ms = policy.min_rounds * min_bytes(sc) / (model.refill_tbps * 1e9)
-    per_impl_s = model.fixed_s_per_impl + policy.warmup_ms / 1e3 + (calls_per_impl(policy) * call_ms + refill_ms) / 1e3
+    per_impl_s = model.fixed_s_per_impl + policy.warmup_ms / 1e3 + (calls_per_impl(policy, call_ms) * call_ms + refill_ms) / 1e3
     return impls * per_impl_s
 
 

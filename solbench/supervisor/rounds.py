@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from solbench.core.model import Measurement
-from solbench.core.policy import TimingPolicy
+from solbench.core.policy import TimingPolicy, round_calls
 from solbench.supervisor.python_worker import Worker, WorkerFailure
 from solbench.supervisor.audit import CLOCK_CONFIRM_ROUNDS, CLOCK_GAP, TimedCopies, clock_gap, clock_rounds
 from solbench.supervisor.cupti_verdict import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
@@ -67,7 +67,8 @@ def round_order(names: list[str], r: int) -> list[str]:
 
 def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], policy: TimingPolicy,
                       timeout_s: float, method: str):
-    """Rounds of `round_samples` calls per implementation (each on a different input copy, so at most
+    """Rounds of `round_samples` calls per implementation (fewer for long calls after the first round:
+    round_calls; each on a different input copy, so at most
     `rotate_inputs`), alternating, until every median is tight. Each round's copies are refilled just
     before it; the candidate's are checked after each of its rounds (AuditFailure ends the timing).
 
@@ -85,7 +86,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
 
     def timed_round(name, r):
         copies = timed[name]
-        order = copies.order(r, policy.round_samples)
+        order = copies.order(r, calls[name])
         # A round goes to its worker in parts of at most two calls, each made ready just before it: the
         # candidate's calls can then do no work for another beyond their part, and the median of two calls is
         # their mean (a round whose first call did every ready copy's work had a median near nothing:
@@ -128,6 +129,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
     spent = {n: [0.0] * 4 for n in workers}  # seconds preparing, requesting (of which device), auditing (trace)
     clocked = {n: [] for n in workers}  # per round: (wall_ms on this process's clock, reported host_ms, calls,
     #                                      the native runner's reported time between calls, 0 for a Python host)
+    calls = {n: policy.round_samples for n in workers}  # a round's calls per implementation (round_calls)
     start = time.perf_counter()
     for r in range(policy.max_rounds):
         for name in round_order(list(workers), r):
@@ -143,6 +145,8 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             flags[name].update(reply["flags"])
             telemetry[name] = checked_telemetry(reply["telemetry"])
             per_round[name].append(median(reply["device_ms"]))
+            if r == 0:
+                calls[name] = round_calls(policy, per_round[name][0])
         # Tight enough when every median is, or when every per-round ratio against the candidate is:
         # drift shared by all implementations (power cap, clocks) widens the former but cancels in the latter.
         ratio_rounds = [[c / t for c, t in zip(per_round[n], per_round["candidate"])] for n in workers if n != "candidate"]

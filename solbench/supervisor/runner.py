@@ -18,7 +18,7 @@ from solbench.core.errors import ConfigError
 from solbench.core.paths import KERNELS_DIR
 from solbench.sandbox.impls import ImplSpec, candidate_kind
 from solbench.core.model import AFTER_CONTENTS, ERROR_BUDGET, Outcome, RunResult, Status
-from solbench.core.policy import TimingPolicy
+from solbench.core.policy import TimingPolicy, as_recorded
 from solbench.supervisor.run_files import load_run
 
 DEFAULT_SEED = {"cuda": "seed_attention.cu", "cpu": "torch_attention.py"}
@@ -362,7 +362,7 @@ def _same_run_or_refuse(previous: RunResult, config: RunConfig, suite_hash: str,
         "error budget": (previous.error_budget, ERROR_BUDGET),
         "candidate source (sha256)": (previous.candidate.get("sha256"), candidate["sha256"]),
         "arch": (previous.arch, arch),
-        "timing policy": (previous.policy, policy.to_dict()),
+        "timing policy": (as_recorded(previous.policy), policy.to_dict()),
         "GPU": ((previous.environment.get("gpu") or {}).get("name"), gpu),
         "set of implementations (install the same baselines, or pass the same --baselines)":
             (sorted(previous.candidate.get("implementations", candidate["implementations"])),
