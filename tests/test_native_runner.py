@@ -134,6 +134,7 @@ def test_the_runners_candidate_starts_threads_but_no_process_and_reaches_no_othe
 #include <sched.h>
 #include <thread>
 #include <spawn.h>
+#include <sys/shm.h>
 extern char** environ;
 int main() {{
     int early_forked = -1, go = 0;
@@ -175,6 +176,8 @@ int main() {{
     printf("prlimit %d nice %d own nice %d cpus kept %d own limit %d userns %d\\n", limited,
            getpriority(PRIO_PROCESS, parent) != nice_before, getpriority(PRIO_PROCESS, 0), CPU_EQUAL(&before, &after),
            setrlimit(RLIMIT_CORE, &own) == 0, unshare(CLONE_NEWUSER) == 0);
+    int segment = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    printf("sysv %d %d\\n", segment, errno);
 }}
 """)
     exe = tmp_path / "try"
@@ -183,9 +186,9 @@ int main() {{
     if lines[0].startswith("no syscall filter"):  # no seccomp here: said so, and nothing else changed
         assert len(lines) == 1, lines  # execve replaced the program
         return
-    assert lines == ["no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces "
-                     "(seccomp)", "thread 1 fork 0 early 0 spawn 0 system 0 exec 0",
-                     "prlimit 0 nice 0 own nice 5 cpus kept 1 own limit 1 userns 0"], lines
+    assert lines == ["no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces, "
+                     "no System V IPC (seccomp)", "thread 1 fork 0 early 0 spawn 0 system 0 exec 0",
+                     "prlimit 0 nice 0 own nice 5 cpus kept 1 own limit 1 userns 0", "sysv -1 1"], lines
 
 
 def test_the_runner_receives_the_fds_in_the_order_they_were_sent(tmp_path):

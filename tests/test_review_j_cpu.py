@@ -54,10 +54,17 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
         attempt("own_limit", lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
         import ctypes
         attempt("userns", lambda: ctypes.CDLL(None, use_errno=True).unshare(0x10000000))
+        libc = ctypes.CDLL(None, use_errno=True)
+        attempt("shmget", lambda: (libc.shmget(0, 4096, 0o1600), ctypes.get_errno()))  # IPC_PRIVATE, IPC_CREAT
+        attempt("semget", lambda: (libc.semget(0, 1, 0o1600), ctypes.get_errno()))
+        attempt("msgget", lambda: (libc.msgget(0, 0o1600), ctypes.get_errno()))
+        attempt("shmat", lambda: (libc.shmat(0, None, 0) == ctypes.c_void_p(-1).value or True, ctypes.get_errno()))
     """)
     assert seen["prlimit"] == "PermissionError" and seen["read"] is True, seen
     assert (os.getpriority(os.PRIO_PROCESS, parent), os.sched_getaffinity(parent)) == before
     assert seen["own_nice"] == 3 and seen["own_limit"] is None and seen["userns"] == -1, seen
+    # System V IPC: segments outlive the run, and ids reach others' (EPERM = 1)
+    assert [seen[k] for k in ("shmget", "semget", "msgget")] == [(-1, 1)] * 3 and seen["shmat"][1] == 1, seen
     assert "other processes' limits, priorities and CPUs out of reach" in seen["said"], seen
 
 

@@ -10,7 +10,8 @@
   `setpriority`, `sched_setaffinity` and kin (slow the seed while it is timed) and `ioprio_set` are refused
   for anyone but the caller: prlimit with EPERM; the others pretend to succeed (a library that pins or
   renices its own threads by id carries on, without effect). New user namespaces (`unshare`, `clone` with
-  CLONE_NEWUSER) are refused: namespace root is where kernel privilege escalations start. The native runner
+  CLONE_NEWUSER) are refused: namespace root is where kernel privilege escalations start. So is System V
+  IPC (SYSV_IPC). The native runner
   applies the same rules, and forbids starting processes as well (native/confine.h).
 """
 
@@ -61,11 +62,18 @@ class _SockFprog(ctypes.Structure):
 _SYSCALLS = {
     "x86_64": (0xC000003E, dict(prlimit64=302, setpriority=141, sched_setaffinity=203, sched_setscheduler=144,
                                 sched_setparam=142, sched_setattr=314, ioprio_set=251, unshare=272, clone=56,
-                                clone3=435)),
+                                clone3=435, shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65,
+                                semctl=66, semtimedop=220, msgget=68, msgsnd=69, msgrcv=70, msgctl=71)),
     "aarch64": (0xC00000B7, dict(prlimit64=261, setpriority=140, sched_setaffinity=122, sched_setscheduler=119,
                                  sched_setparam=118, sched_setattr=274, ioprio_set=30, unshare=97, clone=220,
-                                 clone3=435)),
+                                 clone3=435, shmget=194, shmat=196, shmctl=195, shmdt=197, semget=190, semop=193,
+                                 semctl=191, semtimedop=192, msgget=186, msgsnd=189, msgrcv=188, msgctl=187)),
 }
+SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+            "msgget", "msgsnd", "msgrcv", "msgctl")
+"""System V IPC, refused: its segments outlive the process (host memory filled after the run) and its ids are
+small numbers, so shmat reaches another process's segment without a name; nothing the hosts load uses it
+(Python's and CUDA's shared memory are POSIX, files in /dev/shm)."""
 _LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _ALLOW, _EPERM, _ENOSYS, _PRETEND = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38, 0x00050000  # errno 0: "done"
 _NR, _ARCH = 0, 4
@@ -97,6 +105,7 @@ def _program(arch: int, nr: dict) -> list[tuple[int, int, int, int]]:
         "unshare": ret(_EPERM),
         "clone3": ret(_ENOSYS),  # its flags are behind a pointer the filter cannot read; glibc falls back to clone
         "clone": [(_LD, 0, 0, _arg(0)), (_JSET, 0, 1, _CLONE_NEWUSER), *ret(_EPERM), *ret(_ALLOW)],
+        **{name: ret(_EPERM) for name in SYSV_IPC},
     }
     program = [(_LD, 0, 0, _ARCH), (_JEQ, 1, 0, arch), *ret(_EPERM), (_LD, 0, 0, _NR)]
     if arch == _SYSCALLS["x86_64"][0]:
@@ -118,4 +127,4 @@ def filter_syscalls() -> str:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0):
         raise OSError(ctypes.get_errno(), f"seccomp: {os.strerror(ctypes.get_errno())}")
-    return "other processes' limits, priorities and CPUs out of reach, no user namespaces (seccomp)"
+    return "other processes' limits, priorities and CPUs out of reach, no user namespaces, no System V IPC (seccomp)"
