@@ -59,12 +59,17 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
         attempt("semget", lambda: (libc.semget(0, 1, 0o1600), ctypes.get_errno()))
         attempt("msgget", lambda: (libc.msgget(0, 0o1600), ctypes.get_errno()))
         attempt("shmat", lambda: (libc.shmat(0, None, 0) == ctypes.c_void_p(-1).value or True, ctypes.get_errno()))
+        group, session = os.getpgid(0), os.getsid(0)
+        attempt("leave_group", lambda: (os.setpgid(0, os.getpgid({parent})), os.setsid(), os.setpgid(0, 0),
+                                        (os.getpgid(0), os.getsid(0)) == (group, session))[-1])
     """)
     assert seen["prlimit"] == "PermissionError" and seen["read"] is True, seen
     assert (os.getpriority(os.PRIO_PROCESS, parent), os.sched_getaffinity(parent)) == before
     assert seen["own_nice"] == 3 and seen["own_limit"] is None and seen["userns"] == -1, seen
     # System V IPC: segments outlive the run, and ids reach others' (EPERM = 1)
     assert [seen[k] for k in ("shmget", "semget", "msgget")] == [(-1, 1)] * 3 and seen["shmat"][1] == 1, seen
+    # the process group the supervisor stops between requests cannot be left (review 2026-12-04k)
+    assert seen["leave_group"] is True, seen
     assert "other processes' limits, priorities and CPUs out of reach" in seen["said"], seen
 
 
@@ -214,6 +219,32 @@ def test_the_candidates_process_sleeps_between_its_requests_and_a_comparators_do
         seed.stop()
     assert time.monotonic() - started < 4  # it quit when asked: resumed first, not killed after the grace
     assert not Path(f"/proc/{pid}").exists() or _state(pid) == "Z"
+
+
+def test_a_child_of_the_candidates_cannot_leave_the_group_the_supervisor_stops(tmp_path):
+    """hogs_from_own_session.py forks a child that tries setsid and setpgid into its grandparent's group, then
+    loads a CPU: the filter leaves it in the worker's group, so it is stopped whenever the worker is held."""
+    import re
+
+    from solbench.core.policy import QUICK
+    from solbench.sandbox.impls import ImplSpec
+    from solbench.supervisor.python_worker import Worker
+
+    module = str(ROOT / "reference_kernels" / "adversarial" / "python" / "hogs_from_own_session.py")
+    log = tmp_path / "c.log"
+    candidate = Worker(ImplSpec("candidate", "python", module), "cpu", QUICK, log)
+    try:
+        candidate.start(60)
+        deadline = time.monotonic() + 10
+        while not (m := re.search(r"child (\d+) group (\d+) session (\d+)", log.read_text())):
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.05)
+        child, group, session = map(int, m.groups())
+        assert group == session == candidate.pid, (m.group(0), candidate.pid)
+        time.sleep(0.2)
+        assert _state(candidate.pid) == "T" and _state(child) == "T", (_state(candidate.pid), _state(child))
+    finally:
+        candidate.stop()
 
 
 def test_a_candidate_that_loads_the_cpu_while_the_seed_is_timed_gets_no_speed_up(tmp_path):

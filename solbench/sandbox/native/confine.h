@@ -145,7 +145,8 @@ static std::string drop_capabilities() {
 // with ENOSYS: glibc then makes threads with clone); threads still work. A helper process with a CUDA context
 // of its own would do work no launch count, event or synchronize of the runner's sees (review i, 7). Other
 // processes' limits (prlimit: EPERM), priorities, CPUs and I/O priority (pretend to succeed) are out of reach,
-// and so are user namespaces (review j, 1 and 8) and System V IPC. Returns what was applied.
+// and so are user namespaces (review j, 1 and 8) and System V IPC; setpgid and setsid do nothing (the
+// supervisor stops the runner's process group between requests). Returns what was applied.
 static std::string filter_syscalls() {
 #if defined(__x86_64__)
     const unsigned arch = AUDIT_ARCH_X86_64;
@@ -183,6 +184,8 @@ static std::string filter_syscalls() {
         {__NR_semget, {ret(DENY)}}, {__NR_semop, {ret(DENY)}}, {__NR_semctl, {ret(DENY)}},
         {__NR_semtimedop, {ret(DENY)}}, {__NR_msgget, {ret(DENY)}}, {__NR_msgsnd, {ret(DENY)}},
         {__NR_msgrcv, {ret(DENY)}}, {__NR_msgctl, {ret(DENY)}},
+        // the runner leads its own process group, which the supervisor stops between requests (pause.py)
+        {__NR_setpgid, {ret(PRETEND)}}, {__NR_setsid, {ret(PRETEND)}},
 #if defined(__x86_64__)
         {__NR_fork, {ret(DENY)}}, {__NR_vfork, {ret(DENY)}},
 #endif
@@ -203,5 +206,5 @@ static std::string filter_syscalls() {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return format("no syscall filter: no_new_privs: %s", strerror(errno));
     if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program))
         return format("no syscall filter: seccomp: %s", strerror(errno));
-    return "no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces, no System V IPC (seccomp)";
+    return "no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces, no System V IPC, no leaving the process group (seccomp)";
 }
