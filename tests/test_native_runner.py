@@ -181,6 +181,9 @@ int main() {{
     pid_t group = getpgid(0), session = getsid(0);
     int moved = setpgid(0, getpgid(parent)) == 0 && setsid() >= 0;
     printf("group kept %d %d\\n", moved, getpgid(0) == group && getsid(0) == session);
+    char params[120] = {{0}};
+    long ring = syscall(425, 4, params);  // io_uring_setup
+    printf("io_uring %ld %d\\n", ring, errno);
 }}
 """)
     exe = tmp_path / "try"
@@ -190,8 +193,8 @@ int main() {{
         assert len(lines) == 1, lines  # execve replaced the program
         return
     assert lines == ["no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces, "
-                     "no System V IPC, no leaving the process group (seccomp)", "thread 1 fork 0 early 0 spawn 0 system 0 exec 0",
-                     "prlimit 0 nice 0 own nice 5 cpus kept 1 own limit 1 userns 0", "sysv -1 1", "group kept 1 1"], lines
+                     "no System V IPC, no leaving the process group, no io_uring (seccomp)", "thread 1 fork 0 early 0 spawn 0 system 0 exec 0",
+                     "prlimit 0 nice 0 own nice 5 cpus kept 1 own limit 1 userns 0", "sysv -1 1", "group kept 1 1", "io_uring -1 1"], lines
 
 
 def test_the_runner_receives_the_fds_in_the_order_they_were_sent(tmp_path):

@@ -13,7 +13,8 @@
   CLONE_NEWUSER) are refused: namespace root is where kernel privilege escalations start. So is System V
   IPC (SYSV_IPC). `setpgid` and `setsid` pretend to succeed: every process of the candidate's stays in the
   worker's process group, which the supervisor stops between requests (a child in a session of its own, or
-  the worker moved into the supervisor's group, ran on while the comparators were timed). The native runner
+  the worker moved into the supervisor's group, ran on while the comparators were timed); io_uring is
+  refused (a kernel thread polling its queue works on while the process is stopped). The native runner
   applies the same rules, and forbids starting processes as well (native/confine.h).
 """
 
@@ -64,11 +65,11 @@ class _SockFprog(ctypes.Structure):
 _SYSCALLS = {
     "x86_64": (0xC000003E, dict(prlimit64=302, setpriority=141, sched_setaffinity=203, sched_setscheduler=144,
                                 sched_setparam=142, sched_setattr=314, ioprio_set=251, unshare=272, clone=56,
-                                clone3=435, setpgid=109, setsid=112, shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65,
+                                clone3=435, setpgid=109, setsid=112, io_uring_setup=425, io_uring_enter=426, io_uring_register=427, shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65,
                                 semctl=66, semtimedop=220, msgget=68, msgsnd=69, msgrcv=70, msgctl=71)),
     "aarch64": (0xC00000B7, dict(prlimit64=261, setpriority=140, sched_setaffinity=122, sched_setscheduler=119,
                                  sched_setparam=118, sched_setattr=274, ioprio_set=30, unshare=97, clone=220,
-                                 clone3=435, setpgid=154, setsid=157, shmget=194, shmat=196, shmctl=195, shmdt=197, semget=190, semop=193,
+                                 clone3=435, setpgid=154, setsid=157, io_uring_setup=425, io_uring_enter=426, io_uring_register=427, shmget=194, shmat=196, shmctl=195, shmdt=197, semget=190, semop=193,
                                  semctl=191, semtimedop=192, msgget=186, msgsnd=189, msgrcv=188, msgctl=187)),
 }
 SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
@@ -111,6 +112,8 @@ def _program(arch: int, nr: dict) -> list[tuple[int, int, int, int]]:
         # the worker leads its own process group, which the supervisor stops between requests
         # (solbench.supervisor.pause): no process of the candidate's may leave it, or move into another
         "setpgid": ret(_PRETEND), "setsid": ret(_PRETEND),
+        # io_uring: a kernel thread that polls its queue works on while the process is stopped
+        **{name: ret(_EPERM) for name in ("io_uring_setup", "io_uring_enter", "io_uring_register")},
     }
     program = [(_LD, 0, 0, _ARCH), (_JEQ, 1, 0, arch), *ret(_EPERM), (_LD, 0, 0, _NR)]
     if arch == _SYSCALLS["x86_64"][0]:
@@ -132,4 +135,5 @@ def filter_syscalls() -> str:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0):
         raise OSError(ctypes.get_errno(), f"seccomp: {os.strerror(ctypes.get_errno())}")
-    return "other processes' limits, priorities and CPUs out of reach, no user namespaces, no System V IPC, no leaving the process group (seccomp)"
+    return ("other processes' limits, priorities and CPUs out of reach, no user namespaces, no System V IPC, "
+            "no leaving the process group, no io_uring (seccomp)")

@@ -146,7 +146,7 @@ static std::string drop_capabilities() {
 // of its own would do work no launch count, event or synchronize of the runner's sees (review i, 7). Other
 // processes' limits (prlimit: EPERM), priorities, CPUs and I/O priority (pretend to succeed) are out of reach,
 // and so are user namespaces (review j, 1 and 8) and System V IPC; setpgid and setsid do nothing (the
-// supervisor stops the runner's process group between requests). Returns what was applied.
+// supervisor stops the runner's process group between requests); io_uring is refused. Returns what was applied.
 static std::string filter_syscalls() {
 #if defined(__x86_64__)
     const unsigned arch = AUDIT_ARCH_X86_64;
@@ -186,6 +186,8 @@ static std::string filter_syscalls() {
         {__NR_msgrcv, {ret(DENY)}}, {__NR_msgctl, {ret(DENY)}},
         // the runner leads its own process group, which the supervisor stops between requests (pause.py)
         {__NR_setpgid, {ret(PRETEND)}}, {__NR_setsid, {ret(PRETEND)}},
+        // io_uring: a kernel thread polling its queue works on while the process is stopped
+        {__NR_io_uring_setup, {ret(DENY)}}, {__NR_io_uring_enter, {ret(DENY)}}, {__NR_io_uring_register, {ret(DENY)}},
 #if defined(__x86_64__)
         {__NR_fork, {ret(DENY)}}, {__NR_vfork, {ret(DENY)}},
 #endif
@@ -206,5 +208,6 @@ static std::string filter_syscalls() {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return format("no syscall filter: no_new_privs: %s", strerror(errno));
     if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program))
         return format("no syscall filter: seccomp: %s", strerror(errno));
-    return "no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces, no System V IPC, no leaving the process group (seccomp)";
+    return "no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces, "
+           "no System V IPC, no leaving the process group, no io_uring (seccomp)";
 }
