@@ -246,6 +246,8 @@ def test_a_child_of_the_candidates_cannot_leave_the_group_the_supervisor_stops(t
         assert _state(candidate.pid) == "T" and _state(child) == "T", (_state(candidate.pid), _state(child))
     finally:
         candidate.stop()
+    time.sleep(0.1)  # stop() ends the group after the worker's clean quit: the child goes with it
+    assert not Path(f"/proc/{child}").exists() or _state(child) == "Z"
 
 
 def test_a_candidate_that_loads_the_cpu_while_the_seed_is_timed_gets_no_speed_up(tmp_path):

@@ -176,9 +176,8 @@ class Worker:
             except (BrokenPipeError, OSError):
                 pass
             _wait_for_exit(self._proc, 5)
-        if self._proc.is_alive() or kill:
-            _kill_group(self._proc)
-            _wait_for_exit(self._proc, 5)
+        _kill_group(self._proc)  # also after a clean quit: what the candidate left in its group goes with it
+        _wait_for_exit(self._proc, 5)
         if self._conn is not None:
             self._conn.close()
         self._proc = self._conn = None
