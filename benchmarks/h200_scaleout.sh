@@ -6,7 +6,11 @@
 #    wall time must be within 5 % of the first's, with the same verdicts.
 # hopper: candidate + seed + vllm-fa3 (the fastest available baseline on most of it) at the default policy, with
 #    SOLBENCH_TRACE: its wall time (summed over the calls that resume it), where it goes (trace_summary.py) and
-#    the expected wall time on 8 GPUs from the per-scenario costs (scaling.py).
+#    the expected wall time on 8 GPUs from the per-scenario costs (scaling.py). The seed is the candidate, so
+#    the run is also the A/A of the policy it ran under.
+# Device calls: vLLM's FA3 comes from `../shared/device/stage-vllm-fa3` (carry .devwheels/vllm-fa3, 37 MiB, and
+#    run its install.sh first in the same call); the tracked tree is ~34 MiB, so move reports/ and baselines/
+#    (neither is read here) out of the working tree for that call to stay under the 64 MiB carry limit.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 solbench() { python3 -m solbench "$@"; }
