@@ -4,7 +4,8 @@
 #   bash benchmarks/h200_scaleout.sh hopper [OUT]   # resumes from OUT/hopper; BUDGET seconds (default 540) a call
 # fa3h2h: a plain run against `--gpus all` on the one GPU (seed as candidate, vllm-fa3 baseline): the second's
 #    wall time must be within 5 % of the first's, with the same verdicts.
-# hopper: candidate + seed + vllm-fa3 (the fastest available baseline on most of it) at the default policy, with
+# hopper: candidate + seed + vllm-fa3 (the fastest available baseline on most of it) at the default policy with
+#    POLICY (default round_budget_ms=30: what it buys, before it becomes the default), with
 #    SOLBENCH_TRACE: its wall time (summed over the calls that resume it), where it goes (trace_summary.py) and
 #    the expected wall time on 8 GPUs from the per-scenario costs (scaling.py). The seed is the candidate, so
 #    the run is also the A/A of the policy it ran under.
@@ -37,7 +38,7 @@ PY
     [ -d "$OUT/hopper" ] && [ ! -d "$dir" ] && cp -r "$OUT/hopper" "$dir"
     [ -f "$dir/results.json" ] && args=(--resume "$dir")
     SOLBENCH_TRACE="$OUT/trace-hopper.txt" timeout -s INT -k 20 "${BUDGET:-540}" \
-      python3 -m solbench run "$SEED" --suite hopper --baselines vllm-fa3 "${args[@]}" --json > /dev/null 2>> "$OUT/hopper.log"
+      python3 -m solbench run "$SEED" --suite hopper --baselines vllm-fa3 --policy "${POLICY:-round_budget_ms=30}" "${args[@]}" --json > /dev/null 2>> "$OUT/hopper.log"
     mkdir -p "$OUT/hopper" && cp "$dir/results.json" "$OUT/hopper/results.json"
     python3 benchmarks/trace_summary.py "$OUT/trace-hopper.txt" | tail -8
     python3 benchmarks/scaling.py --suite hopper --measured "$dir/results.json" --runs "$dir/results.json" | tail -12 ;;

@@ -381,7 +381,7 @@ def test_resume_refuses_another_set_of_implementations(tmp_path):
 
 def test_a_run_recorded_before_round_budget_ms_resumes_only_with_the_budget_off(tmp_path):
     """Runs recorded before round_budget_ms took round_samples calls every round: their policy reads as
-    round_budget_ms 0, so --resume goes on the same way with `--policy round_budget_ms=0` and refuses the default."""
+    round_budget_ms 0, so --resume goes on the same way with round_budget_ms 0 and refuses another budget."""
     from solbench.core.errors import ConfigError
 
     off = replace(QUICK, round_budget_ms=0.0)
@@ -390,7 +390,8 @@ def test_a_run_recorded_before_round_budget_ms_resumes_only_with_the_budget_off(
     del doc["policy"]["round_budget_ms"]
     (tmp_path / "results.json").write_text(json.dumps(doc))
     with pytest.raises(ConfigError, match="timing policy"):
-        run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path, seed=None))
+        run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=replace(QUICK, round_budget_ms=30.0),
+                      resume=tmp_path, seed=None))
     assert run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=off, resume=tmp_path, seed=None)).complete
 
 
