@@ -265,3 +265,51 @@ def test_a_candidate_that_loads_the_cpu_while_the_seed_is_timed_gets_no_speed_up
                            suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=2, seed="default"))
     ratios = [statistics.median(o.ratios["seed"]) for o in result.outcomes if o.status is Status.PASSED]
     assert len(ratios) == 2 and max(ratios) < 1.3, (ratios, [(o.status, o.reason) for o in result.outcomes])
+
+
+def test_a_hold_is_checked_and_outlives_the_groups_leader(tmp_path):
+    """Review l: a SIGCONT the process has sent to itself (a POSIX timer) undid the stop, unseen; and a group whose
+    leader had died was neither held nor killed. A held group whose threads are awake at the next request is
+    reported (wakes_itself.py in the corpus gets `tampered` for it); a quiet one is not; the group is held by its
+    id, so a child left in it stops after the leader is gone."""
+    import signal
+
+    from solbench.supervisor.pause import Hold
+
+    code = ("import os, signal, sys, time\n"
+            "if sys.argv[1] == 'timer':\n"
+            "    import ctypes\n"
+            "    signal.signal(signal.SIGCONT, lambda *_: None)\n"
+            "    libc = ctypes.CDLL(None, use_errno=True)\n"
+            "    event = (ctypes.c_int * 16)(0, 0, int(signal.SIGCONT), 0)  # sigevent: value, signo, SIGEV_SIGNAL\n"
+            "    timer = ctypes.c_void_p()\n"
+            "    assert libc.timer_create(1, event, ctypes.byref(timer)) == 0\n"
+            "    assert libc.timer_settime(timer, 0, (ctypes.c_long * 4)(0, 1000000, 0, 1000000), None) == 0\n"
+            "if sys.argv[1] == 'orphan' and os.fork():\n"
+            "    os._exit(0)  # the leader goes; its child stays in the group\n"
+            "print(os.getpid(), flush=True)\n"
+            "end = time.monotonic() + 30\n"
+            "while time.monotonic() < end: sum(range(1000))\n")
+    for kind, expect in (("quiet", None), ("timer", "ran while they were stopped")):
+        proc = subprocess.Popen([sys.executable, "-c", code, kind], start_new_session=True, stdout=subprocess.PIPE)
+        try:
+            proc.stdout.readline()
+            hold = Hold()
+            hold.hold(proc.pid)
+            time.sleep(0.3)
+            why = hold.release()
+            assert (why is None) if expect is None else (expect in why), (kind, why)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    proc = subprocess.Popen([sys.executable, "-c", code, "orphan"], start_new_session=True, stdout=subprocess.PIPE)
+    try:
+        child = int(proc.stdout.readline())
+        proc.wait()  # the leader is gone
+        hold = Hold()
+        hold.hold(proc.pid)
+        time.sleep(0.1)
+        assert _state(child) == "T"
+        assert hold.release() is None and _state(child) in "RS"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)

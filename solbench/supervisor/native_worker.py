@@ -129,6 +129,8 @@ class NativeWorker:
         self.writes_lse = True
         self.prepares = 0
         """'prepare' requests sent: how many times it was given a scenario's contents (never reset)."""
+        self._hold = pause.Hold()
+        """The candidate's process group, stopped between requests (solbench.supervisor.pause)."""
 
     @property
     def pid(self) -> int | None:
@@ -144,6 +146,11 @@ class NativeWorker:
         from solbench.build.native import build_runner, cupti_library
         from solbench.gpu import device_memory
 
+        if self._proc is not None:  # its leader is gone: whatever is left in its group goes too
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
         device_memory.returned(self._holder)  # no runner of this handle's is alive: none maps anything
         if self.runner is None:
             self.runner = build_runner(self.arch)
@@ -209,7 +216,7 @@ class NativeWorker:
             raise WorkerFailure("tampered", f"{self.spec.name}: malformed reply from the runner to load: not a JSON object")
         # Held against every round (round_flags), whatever the runner says of itself once the candidate is loaded.
         self.description = {**described, "before_load": before}
-        pause.hold(self._held_pid())
+        self._hold.hold(self._held_pid())
 
     def request(self, cmd: str, payload=None, timeout_s: float = 120.0):
         if not self.running:
@@ -217,17 +224,18 @@ class NativeWorker:
         self.prepares += cmd == "prepare"
         if cmd not in ("prepare", "release", "check", "round", "warm_up", "launcher_split"):
             raise ValueError(f"NativeWorker: unknown command {cmd!r}")
-        pause.resume(self._held_pid())
+        if why := self._hold.release():
+            self.stop(kill=True)
+            raise WorkerFailure("tampered", f"{self.spec.name}: {why}")
         try:
             return self._request(cmd, payload, timeout_s)
         finally:
-            pause.hold(self._held_pid())
+            self._hold.hold(self._held_pid())
 
     def _held_pid(self) -> int | None:
-        """The process group to hold between requests (solbench.supervisor.pause): the candidate's runner, alive,
-        when no sanitizer wraps it."""
-        alive = self._proc is not None and self._proc.poll() is None
-        return self._proc.pid if alive and pause.wanted(self.spec) and not self.wrap else None
+        """The process group to hold between requests (solbench.supervisor.pause): the candidate's runner's (held
+        even when the runner is gone), when no sanitizer wraps it."""
+        return self._proc.pid if self._proc is not None and pause.wanted(self.spec) and not self.wrap else None
 
     def _request(self, cmd: str, payload, timeout_s: float):
         from solbench.gpu import device_memory
@@ -254,7 +262,7 @@ class NativeWorker:
         """Quit (waiting `grace_s` for the runner, and any wrap, to leave), then end its whole group."""
         if self._proc is None:
             return
-        pause.resume(self._held_pid())  # a stopped runner reads no quit (and SIGKILL needs no resume)
+        self._hold.release()  # a stopped runner reads no quit (and SIGKILL needs no resume)
         if not kill and self._proc.poll() is None:
             try:
                 self._proc.stdin.write(b"quit\n")

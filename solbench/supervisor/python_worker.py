@@ -61,6 +61,8 @@ class Worker:
         """'prepare' requests sent: how many times it was given a scenario's contents (never reset)."""
         self.sandbox = ""
         """How the worker was confined, in words (said before any candidate code ran in it)."""
+        self._hold = pause.Hold()
+        """The candidate's process group, stopped between requests (solbench.supervisor.pause)."""
 
     def start(self, timeout_s: float = 120.0) -> None:
         """Start the process and wait until it has loaded the implementation; WorkerFailure otherwise
@@ -69,6 +71,8 @@ class Worker:
 
         from solbench.gpu import device_memory
 
+        if self._proc is not None:  # its leader is gone: what the candidate left in its group goes too
+            _kill_group(self._proc)
         device_memory.returned(self._holder)  # no process of this handle's is alive: none maps anything
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()  # duplex: a Unix socketpair, which file descriptors can pass (ipc.send)
@@ -86,7 +90,7 @@ class Worker:
         if status == LOAD_FAILED:
             self.stop(kill=True)
             raise WorkerFailure("load", f"{self.spec.name}: {value}")
-        pause.hold(self._held_pid())
+        self._hold.hold(self._held_pid())
 
     @property
     def pid(self) -> int | None:
@@ -104,7 +108,9 @@ class Worker:
             self.start(timeout_s)
         self.prepares += cmd == "prepare"
         mark = device_memory.loan_mark(self._holder) if cmd in LETS_GO else None
-        pause.resume(self._held_pid())
+        if why := self._hold.release():
+            self.stop(kill=True)
+            raise WorkerFailure("tampered", f"{self.spec.name}: {why}")
         try:
             self._send((cmd, payload))
         except (BrokenPipeError, ConnectionResetError):
@@ -113,7 +119,7 @@ class Worker:
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: could not be sent its {cmd}: {exc}") from None
         status, value = self._receive(cmd, timeout_s)
-        pause.hold(self._held_pid())
+        self._hold.hold(self._held_pid())
         if mark is not None and status == "ok":
             device_memory.returned(self._holder, mark)  # it closed its mappings of what it was sent before
         if status == ERROR_CONTEXT_INTACT:
@@ -130,8 +136,9 @@ class Worker:
         return value
 
     def _held_pid(self) -> int | None:
-        """The process group to hold between requests (solbench.supervisor.pause): the candidate's, alive."""
-        return self._proc.pid if self._proc is not None and pause.wanted(self.spec) and self._proc.is_alive() else None
+        """The process group to hold between requests (solbench.supervisor.pause): the candidate's, which its
+        worker leads (held even when the leader is gone)."""
+        return self._proc.pid if self._proc is not None and pause.wanted(self.spec) else None
 
     def _send(self, message) -> None:
         """A command down the pipe: on a GPU by solbench.gpu.ipc (tensors as tokens of their own allocations,
@@ -169,7 +176,7 @@ class Worker:
     def stop(self, kill: bool = False):
         if self._proc is None:
             return
-        pause.resume(self._held_pid())  # a stopped process reads no quit (and SIGKILL needs no resume)
+        self._hold.release()  # a stopped process reads no quit (and SIGKILL needs no resume)
         if not kill and self._proc.is_alive():
             try:
                 self._send(("quit", None))
