@@ -178,6 +178,8 @@ int main() {{
            setrlimit(RLIMIT_CORE, &own) == 0, unshare(CLONE_NEWUSER) == 0);
     int segment = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
     printf("sysv %d %d\\n", segment, errno);
+    long queue = syscall(__NR_mq_open, "solbench-try", O_CREAT | O_RDWR, 0600, nullptr);
+    printf("mq %ld %d\\n", queue, errno);
     pid_t group = getpgid(0), session = getsid(0);
     int moved = setpgid(0, getpgid(parent)) == 0 && setsid() >= 0;
     printf("group kept %d %d\\n", moved, getpgid(0) == group && getsid(0) == session);
@@ -193,8 +195,8 @@ int main() {{
         assert len(lines) == 1, lines  # execve replaced the program
         return
     assert lines == ["no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces, "
-                     "no System V IPC, no leaving the process group, no io_uring (seccomp)", "thread 1 fork 0 early 0 spawn 0 system 0 exec 0",
-                     "prlimit 0 nice 0 own nice 5 cpus kept 1 own limit 1 userns 0", "sysv -1 1", "group kept 1 1", "io_uring -1 1"], lines
+                     "no System V IPC or message queues, no leaving the process group, no io_uring (seccomp)", "thread 1 fork 0 early 0 spawn 0 system 0 exec 0",
+                     "prlimit 0 nice 0 own nice 5 cpus kept 1 own limit 1 userns 0", "sysv -1 1", "mq -1 1", "group kept 1 1", "io_uring -1 1"], lines
 
 
 def test_the_runner_receives_the_fds_in_the_order_they_were_sent(tmp_path):

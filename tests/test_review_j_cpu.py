@@ -58,6 +58,7 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
         attempt("shmget", lambda: (libc.shmget(0, 4096, 0o1600), ctypes.get_errno()))  # IPC_PRIVATE, IPC_CREAT
         attempt("semget", lambda: (libc.semget(0, 1, 0o1600), ctypes.get_errno()))
         attempt("msgget", lambda: (libc.msgget(0, 0o1600), ctypes.get_errno()))
+        attempt("mq_open", lambda: (libc.mq_open(b"/solbench-try", 0o102, 0o600, None), ctypes.get_errno()))
         attempt("shmat", lambda: (libc.shmat(0, None, 0) == ctypes.c_void_p(-1).value or True, ctypes.get_errno()))
         attempt("io_uring", lambda: (libc.syscall(425, 4, ctypes.create_string_buffer(120)), ctypes.get_errno()))
         group, session = os.getpgid(0), os.getsid(0)
@@ -68,7 +69,7 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
     assert (os.getpriority(os.PRIO_PROCESS, parent), os.sched_getaffinity(parent)) == before
     assert seen["own_nice"] == 3 and seen["own_limit"] is None and seen["userns"] == -1, seen
     # System V IPC: segments outlive the run, and ids reach others' (EPERM = 1)
-    assert [seen[k] for k in ("shmget", "semget", "msgget")] == [(-1, 1)] * 3 and seen["shmat"][1] == 1, seen
+    assert [seen[k] for k in ("shmget", "semget", "msgget", "mq_open")] == [(-1, 1)] * 4 and seen["shmat"][1] == 1, seen
     # the process group the supervisor stops between requests cannot be left (review 2026-12-04k)
     assert seen["leave_group"] is True and seen["io_uring"] == (-1, 1), seen
     assert "other processes' limits, priorities and CPUs out of reach" in seen["said"], seen

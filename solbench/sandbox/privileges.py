@@ -65,18 +65,22 @@ class _SockFprog(ctypes.Structure):
 _SYSCALLS = {
     "x86_64": (0xC000003E, dict(prlimit64=302, setpriority=141, sched_setaffinity=203, sched_setscheduler=144,
                                 sched_setparam=142, sched_setattr=314, ioprio_set=251, unshare=272, clone=56,
-                                clone3=435, setpgid=109, setsid=112, io_uring_setup=425, io_uring_enter=426, io_uring_register=427, shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65,
+                                clone3=435, setpgid=109, setsid=112, io_uring_setup=425, io_uring_enter=426, io_uring_register=427, mq_open=240, mq_unlink=241, mq_timedsend=242, mq_timedreceive=243, mq_notify=244, mq_getsetattr=245,
+                                shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65,
                                 semctl=66, semtimedop=220, msgget=68, msgsnd=69, msgrcv=70, msgctl=71)),
     "aarch64": (0xC00000B7, dict(prlimit64=261, setpriority=140, sched_setaffinity=122, sched_setscheduler=119,
                                  sched_setparam=118, sched_setattr=274, ioprio_set=30, unshare=97, clone=220,
-                                 clone3=435, setpgid=154, setsid=157, io_uring_setup=425, io_uring_enter=426, io_uring_register=427, shmget=194, shmat=196, shmctl=195, shmdt=197, semget=190, semop=193,
+                                 clone3=435, setpgid=154, setsid=157, io_uring_setup=425, io_uring_enter=426, io_uring_register=427, mq_open=180, mq_unlink=181, mq_timedsend=182, mq_timedreceive=183, mq_notify=184,
+                                 mq_getsetattr=185, shmget=194, shmat=196, shmctl=195, shmdt=197, semget=190, semop=193,
                                  semctl=191, semtimedop=192, msgget=186, msgsnd=189, msgrcv=188, msgctl=187)),
 }
 SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
-            "msgget", "msgsnd", "msgrcv", "msgctl")
-"""System V IPC, refused: its segments outlive the process (host memory filled after the run) and its ids are
-small numbers, so shmat reaches another process's segment without a name; nothing the hosts load uses it
-(Python's and CUDA's shared memory are POSIX, files in /dev/shm)."""
+            "msgget", "msgsnd", "msgrcv", "msgctl",
+            "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr")
+"""System V IPC and POSIX message queues, refused: their objects outlive the process (host memory filled after
+the run), System V ids are small numbers (shmat reaches another process's segment without a name), and
+mq_notify can send the process a signal of its choosing (SIGCONT undoes the hold: review l); nothing the hosts
+load uses them (Python's and CUDA's shared memory are POSIX, files in /dev/shm)."""
 _LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _ALLOW, _EPERM, _ENOSYS, _PRETEND = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38, 0x00050000  # errno 0: "done"
 _NR, _ARCH = 0, 4
@@ -135,5 +139,5 @@ def filter_syscalls() -> str:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0):
         raise OSError(ctypes.get_errno(), f"seccomp: {os.strerror(ctypes.get_errno())}")
-    return ("other processes' limits, priorities and CPUs out of reach, no user namespaces, no System V IPC, "
-            "no leaving the process group, no io_uring (seccomp)")
+    return ("other processes' limits, priorities and CPUs out of reach, no user namespaces, no System V IPC or "
+            "message queues, no leaving the process group, no io_uring (seccomp)")

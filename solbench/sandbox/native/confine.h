@@ -179,11 +179,14 @@ static std::string filter_syscalls() {
         // clone: a thread only (CLONE_THREAD), never a user namespace
         {__NR_clone, {ld(arg(0)), jset(CLONE_NEWUSER, 0, 1), ret(DENY), jset(CLONE_THREAD, 0, 1), ret(ALLOW), ret(DENY)}},
         {__NR_execve, {ret(DENY)}}, {__NR_execveat, {ret(DENY)}},
-        // System V IPC: segments that outlive the process, ids that reach others' (privileges.py SYSV_IPC)
+        // System V IPC and POSIX message queues: objects that outlive the process, ids that reach others', a
+        // signal of the candidate's choosing (privileges.py SYSV_IPC)
         {__NR_shmget, {ret(DENY)}}, {__NR_shmat, {ret(DENY)}}, {__NR_shmctl, {ret(DENY)}}, {__NR_shmdt, {ret(DENY)}},
         {__NR_semget, {ret(DENY)}}, {__NR_semop, {ret(DENY)}}, {__NR_semctl, {ret(DENY)}},
         {__NR_semtimedop, {ret(DENY)}}, {__NR_msgget, {ret(DENY)}}, {__NR_msgsnd, {ret(DENY)}},
         {__NR_msgrcv, {ret(DENY)}}, {__NR_msgctl, {ret(DENY)}},
+        {__NR_mq_open, {ret(DENY)}}, {__NR_mq_unlink, {ret(DENY)}}, {__NR_mq_timedsend, {ret(DENY)}},
+        {__NR_mq_timedreceive, {ret(DENY)}}, {__NR_mq_notify, {ret(DENY)}}, {__NR_mq_getsetattr, {ret(DENY)}},
         // the runner leads its own process group, which the supervisor stops between requests (pause.py)
         {__NR_setpgid, {ret(PRETEND)}}, {__NR_setsid, {ret(PRETEND)}},
         // io_uring: a kernel thread polling its queue works on while the process is stopped
@@ -209,5 +212,5 @@ static std::string filter_syscalls() {
     if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program))
         return format("no syscall filter: seccomp: %s", strerror(errno));
     return "no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces, "
-           "no System V IPC, no leaving the process group, no io_uring (seccomp)";
+           "no System V IPC or message queues, no leaving the process group, no io_uring (seccomp)";
 }
