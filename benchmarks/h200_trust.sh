@@ -2,6 +2,8 @@
 # The trust boundary's GPU acceptance (issue 18), in phases that each fit one device call.
 # Run from the repository root on the GPU machine; results land in $OUT (or ./trust-out).
 #
+#   bash benchmarks/h200_trust.sh accept       # one call (~500 s): corpus, then honest real rtx3080-mask (150 s a
+#        run, 330 s in all), then the Python host on smoke with its sandbox words, /dev/shm and SysV segments after
 #   bash benchmarks/h200_trust.sh smoke        # the native runner: builds, CUPTI, the seed on smoke through it
 #   bash benchmarks/h200_trust.sh corpus       # every .cu cheat of reference_kernels/adversarial gets its status
 #   bash benchmarks/h200_trust.sh aa [FLAGS]   # the seed through the native runner vs the Python host (A/A)
@@ -24,6 +26,18 @@ prebuild() {  # every .cu in parallel into the build cache, so the tests only lo
 }
 
 case "${1:-}" in
+  accept)
+    t0=$(date +%s)
+    bash "$0" corpus 2>&1 | tail -45
+    echo "corpus done at $(( $(date +%s) - t0 )) s"
+    HONEST_BUDGET=150 timeout 330 bash "$0" honest real rtx3080-mask 2>&1 | tail -30
+    echo "honest done at $(( $(date +%s) - t0 )) s"
+    solbench run reference_kernels/torch_attention.py --suite smoke --baselines none --quick --out /tmp/py-smoke \
+      > /tmp/py-smoke.log 2>&1
+    echo "python host smoke: exit $?"; grep -E "^suite|passed|FAILED" /tmp/py-smoke.log | head -3
+    python3 -c "import json; d=json.load(open('/tmp/py-smoke/results.json')); print(d['outcomes'][0]['measurements']['candidate']['telemetry'].get('sandbox'))"
+    ls -la /dev/shm | head; ipcs -m 2>/dev/null | head
+    echo "all done at $(( $(date +%s) - t0 )) s" ;;
   smoke)
     python3 -c "from solbench.build.native import build_runner, cupti_library; print('runner', build_runner('h200')); print('cupti', cupti_library())"
     solbench run "$seed" --suite smoke --baselines none --seed none --quick --runner native --json --out /tmp/native-smoke \
