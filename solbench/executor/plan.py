@@ -49,7 +49,8 @@ def estimate_s(sc: Scenario, impls: int, policy: TimingPolicy, bound_ms: float |
 
     call_ms = (bound_ms / model.sol_share) if bound_ms else flops(sc) / (model.cpu_gflops * 1e6)
     refill_ms = policy.min_rounds * min_bytes(sc) / (model.refill_tbps * 1e9)
-    per_impl_s = model.fixed_s_per_impl + policy.warmup_ms / 1e3 + (calls_per_impl(policy, call_ms) * call_ms + refill_ms) / 1e3
+    calls_ms = calls_per_impl(policy, call_ms) * call_ms
+    per_impl_s = model.fixed_s_per_impl + policy.warmup_ms / 1e3 + (calls_ms + refill_ms) / 1e3
     return impls * per_impl_s
 
 

@@ -63,16 +63,20 @@ class _SockFprog(ctypes.Structure):
 
 # Per architecture: (AUDIT_ARCH_*, syscall numbers).
 _SYSCALLS = {
-    "x86_64": (0xC000003E, dict(prlimit64=302, setpriority=141, sched_setaffinity=203, sched_setscheduler=144,
-                                sched_setparam=142, sched_setattr=314, ioprio_set=251, unshare=272, clone=56,
-                                clone3=435, setpgid=109, setsid=112, io_uring_setup=425, io_uring_enter=426, io_uring_register=427, mq_open=240, mq_unlink=241, mq_timedsend=242, mq_timedreceive=243, mq_notify=244, mq_getsetattr=245,
-                                shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65,
-                                semctl=66, semtimedop=220, msgget=68, msgsnd=69, msgrcv=70, msgctl=71)),
-    "aarch64": (0xC00000B7, dict(prlimit64=261, setpriority=140, sched_setaffinity=122, sched_setscheduler=119,
-                                 sched_setparam=118, sched_setattr=274, ioprio_set=30, unshare=97, clone=220,
-                                 clone3=435, setpgid=154, setsid=157, io_uring_setup=425, io_uring_enter=426, io_uring_register=427, mq_open=180, mq_unlink=181, mq_timedsend=182, mq_timedreceive=183, mq_notify=184,
-                                 mq_getsetattr=185, shmget=194, shmat=196, shmctl=195, shmdt=197, semget=190, semop=193,
-                                 semctl=191, semtimedop=192, msgget=186, msgsnd=189, msgrcv=188, msgctl=187)),
+    "x86_64": (0xC000003E, dict(
+        prlimit64=302, setpriority=141, sched_setaffinity=203, sched_setscheduler=144, sched_setparam=142,
+        sched_setattr=314, ioprio_set=251, unshare=272, clone=56, clone3=435, setpgid=109, setsid=112,
+        io_uring_setup=425, io_uring_enter=426, io_uring_register=427,
+        mq_open=240, mq_unlink=241, mq_timedsend=242, mq_timedreceive=243, mq_notify=244, mq_getsetattr=245,
+        shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65, semctl=66, semtimedop=220,
+        msgget=68, msgsnd=69, msgrcv=70, msgctl=71)),
+    "aarch64": (0xC00000B7, dict(
+        prlimit64=261, setpriority=140, sched_setaffinity=122, sched_setscheduler=119, sched_setparam=118,
+        sched_setattr=274, ioprio_set=30, unshare=97, clone=220, clone3=435, setpgid=154, setsid=157,
+        io_uring_setup=425, io_uring_enter=426, io_uring_register=427,
+        mq_open=180, mq_unlink=181, mq_timedsend=182, mq_timedreceive=183, mq_notify=184, mq_getsetattr=185,
+        shmget=194, shmat=196, shmctl=195, shmdt=197, semget=190, semop=193, semctl=191, semtimedop=192,
+        msgget=186, msgsnd=189, msgrcv=188, msgctl=187)),
 }
 SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
             "msgget", "msgsnd", "msgrcv", "msgctl",

@@ -68,9 +68,9 @@ def round_order(names: list[str], r: int) -> list[str]:
 def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], policy: TimingPolicy,
                       timeout_s: float, method: str):
     """Rounds of `round_samples` calls per implementation (fewer for long calls after the first round:
-    round_calls; each on a different input copy, so at most
-    `rotate_inputs`), alternating, until every median is tight. Each round's copies are refilled just
-    before it; the candidate's are checked after each of its rounds (AuditFailure ends the timing).
+    round_calls), each call on a different input copy (so at most `rotate_inputs`), alternating, until every
+    median is tight. Each round's copies are refilled just before it; the candidate's are checked after each
+    of its rounds (AuditFailure ends the timing).
 
     Drift (clocks, temperature, neighbours) hits every implementation alike, and ratios are formed
     per round, so a slow drift cancels out of them.
