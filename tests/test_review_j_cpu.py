@@ -268,6 +268,19 @@ def test_a_candidate_that_loads_the_cpu_while_the_seed_is_timed_gets_no_speed_up
     assert len(ratios) == 2 and max(ratios) < 1.3, (ratios, [(o.status, o.reason) for o in result.outcomes])
 
 
+def test_a_candidate_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_path):
+    """wakes_itself.py (review l): a SIGCONT timer undoes the stop; held while the seed's rounds run, its threads
+    are found awake at its next request."""
+    from solbench.core.model import Status
+    from solbench.core.policy import QUICK
+    from solbench.supervisor.runner import RunConfig, run
+
+    result = run(RunConfig(candidate=str(ROOT / "reference_kernels/adversarial/python/wakes_itself.py"),
+                           suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=2, seed="default"))
+    got = [(o.status, o.reason[:200]) for o in result.outcomes]
+    assert all(status is Status.TAMPERED and "while they were stopped" in why for status, why in got), got
+
+
 def test_a_hold_is_checked_and_outlives_the_groups_leader(tmp_path):
     """Review l: a SIGCONT the process has sent to itself (a POSIX timer) undid the stop, unseen; and a group whose
     leader had died was neither held nor killed. A held group whose threads are awake at the next request is

@@ -21,9 +21,10 @@ import time
 RAN_S = 0.03
 """CPU time a held group may show at most (the scheduler's accounting rounds to ticks of 10 ms, and threads
 stop a few microseconds after the signal); a timer-woken hog shows ~1 s of it per second held."""
-SETTLE_S = 0.05
-"""How long a release waits for threads still awake to take the stop (a held process whose threads are all
-stopped shows none; one woken by its own SIGCONT stays awake until it stops itself)."""
+SETTLE_S = 0.5
+"""How long a release waits for threads still awake to take the stop (a thread takes it when it next runs,
+which on a loaded host can be ms away; one woken by its own SIGCONT stays awake until it stops itself). The
+clock check does not count this wait (python_worker.last_request_ms, native_worker._round)."""
 
 
 def wanted(spec) -> bool:

@@ -63,6 +63,9 @@ class Worker:
         """How the worker was confined, in words (said before any candidate code ran in it)."""
         self._hold = pause.Hold()
         """The candidate's process group, stopped between requests (solbench.supervisor.pause)."""
+        self.last_request_ms: float | None = None
+        """Wall time of the last request from its send to its reply, the hold's bookkeeping left out (the clock
+        check compares it with the reported times)."""
 
     def start(self, timeout_s: float = 120.0) -> None:
         """Start the process and wait until it has loaded the implementation; WorkerFailure otherwise
@@ -111,6 +114,7 @@ class Worker:
         if why := self._hold.release():
             self.stop(kill=True)
             raise WorkerFailure("tampered", f"{self.spec.name}: {why}")
+        sent = time.perf_counter()
         try:
             self._send((cmd, payload))
         except (BrokenPipeError, ConnectionResetError):
@@ -119,6 +123,7 @@ class Worker:
             self.stop(kill=True)
             raise WorkerFailure("crash", f"{self.spec.name}: could not be sent its {cmd}: {exc}") from None
         status, value = self._receive(cmd, timeout_s)
+        self.last_request_ms = (time.perf_counter() - sent) * 1e3
         self._hold.hold(self._held_pid())
         if mark is not None and status == "ok":
             device_memory.returned(self._holder, mark)  # it closed its mappings of what it was sent before

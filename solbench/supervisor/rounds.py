@@ -105,8 +105,9 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             if _process_kind(workers[name]) == "native":  # put there by the supervisor's side (native_worker)
                 wall += reply["clock"][0]
                 between += max(0.0, reply["clock"][1] - sum(reply["host_ms"]))
-            else:
-                wall += took_ms
+            else:  # the worker's own send-to-reply time where it keeps one: holding the candidate is not its time
+                own = getattr(workers[name], "last_request_ms", None)
+                wall += own if own is not None else took_ms
             copies.after_round(part, r)
             parts.append(reply)
             spend = spent[name]
