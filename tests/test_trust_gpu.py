@@ -51,6 +51,15 @@ def test_each_cuda_cheat_gets_its_status(name, tmp_path):
     assert not wrong, wrong
 
 
+def test_a_runner_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_path):
+    """wakes_itself.cu (review l): a SIGCONT timer undoes the stop between requests; held while the seed is
+    timed, its threads are found awake at its next request, on every scenario."""
+    result = run(RunConfig(candidate=str(CORPUS / "wakes_itself.cu"), suite="smoke", baselines=(), policy=QUICK,
+                           out_dir=tmp_path, seed=str(SEED), max_scenarios=3))
+    got = [(o.status.value, o.reason[:160]) for o in result.outcomes]
+    assert all(status == "tampered" and "while they were stopped" in why for status, why in got), got
+
+
 def test_the_sanitized_corpus_is_there():
     assert set(SANITIZED) >= {"races_in_shared.cu", "reads_uninitialised.cu", "reads_past_end.cu"}
 
