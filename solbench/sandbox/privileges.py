@@ -61,23 +61,22 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-# Per architecture: (AUDIT_ARCH_*, syscall numbers).
-_SYSCALLS = {
-    "x86_64": (0xC000003E, dict(
-        prlimit64=302, setpriority=141, sched_setaffinity=203, sched_setscheduler=144, sched_setparam=142,
-        sched_setattr=314, ioprio_set=251, unshare=272, clone=56, clone3=435, setpgid=109, setsid=112,
-        io_uring_setup=425, io_uring_enter=426, io_uring_register=427,
-        mq_open=240, mq_unlink=241, mq_timedsend=242, mq_timedreceive=243, mq_notify=244, mq_getsetattr=245,
-        shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65, semctl=66, semtimedop=220,
-        msgget=68, msgsnd=69, msgrcv=70, msgctl=71)),
-    "aarch64": (0xC00000B7, dict(
-        prlimit64=261, setpriority=140, sched_setaffinity=122, sched_setscheduler=119, sched_setparam=118,
-        sched_setattr=274, ioprio_set=30, unshare=97, clone=220, clone3=435, setpgid=154, setsid=157,
-        io_uring_setup=425, io_uring_enter=426, io_uring_register=427,
-        mq_open=180, mq_unlink=181, mq_timedsend=182, mq_timedreceive=183, mq_notify=184, mq_getsetattr=185,
-        shmget=194, shmat=196, shmctl=195, shmdt=197, semget=190, semop=193, semctl=191, semtimedop=192,
-        msgget=186, msgsnd=189, msgrcv=188, msgctl=187)),
+_NUMBERS = {  # name: (x86_64, aarch64)
+    "prlimit64": (302, 261), "setpriority": (141, 140), "sched_setaffinity": (203, 122),
+    "sched_setscheduler": (144, 119), "sched_setparam": (142, 118), "sched_setattr": (314, 274),
+    "ioprio_set": (251, 30), "unshare": (272, 97), "clone": (56, 220), "clone3": (435, 435), "setpgid": (109, 154),
+    "setsid": (112, 157), "io_uring_setup": (425, 425), "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427), "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182),
+    "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185), "shmget": (29, 194),
+    "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197), "semget": (64, 190), "semop": (65, 193),
+    "semctl": (66, 191), "semtimedop": (220, 192), "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188),
+    "msgctl": (71, 187)
 }
+_SYSCALLS = {  # per architecture: (AUDIT_ARCH_*, syscall numbers)
+    "x86_64": (0xC000003E, {name: pair[0] for name, pair in _NUMBERS.items()}),
+    "aarch64": (0xC00000B7, {name: pair[1] for name, pair in _NUMBERS.items()}),
+}
+
 SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
             "msgget", "msgsnd", "msgrcv", "msgctl",
             "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr")
