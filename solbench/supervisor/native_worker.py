@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import signal
 import socket
 import subprocess
 import time
@@ -147,10 +146,7 @@ class NativeWorker:
         from solbench.gpu import device_memory
 
         if self._proc is not None:  # its leader is gone: whatever is left in its group goes too
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
+            pause.end_group(self._proc.pid)
         device_memory.returned(self._holder)  # no runner of this handle's is alive: none maps anything
         if self.runner is None:
             self.runner = build_runner(self.arch)
@@ -270,10 +266,7 @@ class NativeWorker:
                 self._proc.wait(grace_s)
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 pass
-        try:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
+        pause.end_group(self._proc.pid)
         try:
             self._proc.wait(5)
         except subprocess.TimeoutExpired:

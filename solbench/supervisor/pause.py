@@ -44,7 +44,7 @@ class Hold:
         The group is signalled even when its leader is gone: what the candidate left in it stops too."""
         self._pgid, self._cpu_s = pgid, None
         if pgid is not None and _signal_group(pgid, signal.SIGSTOP):
-            self._cpu_s = group_cpu_s(pgid)
+            self._cpu_s = cpu_s(group(pgid))
 
     def release(self) -> str | None:
         """Continue the group; why it was not really held (a thread of it awake, or its CPU time grew), else None."""
@@ -53,9 +53,9 @@ class Hold:
         if pgid is None or before is None:
             return None
         deadline = time.monotonic() + SETTLE_S
-        while (awake := awake_threads(pgid)) and time.monotonic() < deadline:
+        while (awake := awake_threads(pids := group(pgid))) and time.monotonic() < deadline:
             time.sleep(0.001)  # a thread takes the stop when it next leaves the kernel
-        ran = group_cpu_s(pgid) - before
+        ran = cpu_s(pids) - before
         _signal_group(pgid, signal.SIGCONT)
         if awake or ran > RAN_S:
             return (f"the candidate's processes ran while they were stopped between requests ({len(awake)} thread(s) "
@@ -80,17 +80,17 @@ def group(pgid: int) -> list[int]:
     return out
 
 
-def group_cpu_s(pgid: int) -> float:
-    """CPU seconds (user and system, with the reaped children's) of the processes in group `pgid`."""
-    ticks = sum(sum(int(x) for x in fields[11:15]) for fields in map(_stat, group(pgid)) if fields is not None)
+def cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user and system, with the reaped children's) of processes `pids`."""
+    ticks = sum(sum(int(x) for x in fields[11:15]) for fields in map(_stat, pids) if fields is not None)
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def awake_threads(pgid: int) -> list[str]:
-    """'pid/tid state' of each thread in group `pgid` that is neither stopped nor dead nor in an uninterruptible
-    wait (it stops when that ends)."""
+def awake_threads(pids: list[int]) -> list[str]:
+    """'pid/tid state' of each thread of processes `pids` that is neither stopped nor dead nor in an
+    uninterruptible wait (it stops when that ends)."""
     out = []
-    for pid in group(pgid):
+    for pid in pids:
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
@@ -125,6 +125,11 @@ def _children(pid: int) -> list[int]:
         except OSError:
             pass
     return out
+
+
+def end_group(pgid: int) -> bool:
+    """SIGKILL to every process of group `pgid`, its leader alive or not; False when none is left."""
+    return _signal_group(pgid, signal.SIGKILL)
 
 
 def _signal_group(pgid: int, sig: int) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
 import sys
 import threading
 import time
@@ -238,10 +237,5 @@ _MAIN_SWAP = threading.Lock()
 def _kill_group(proc) -> None:
     """Kill the worker and anything it started: it leads its own process group (see _serve), so a child
     left behind to load the GPU during the comparators' rounds dies with it."""
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        if proc.is_alive():
-            proc.kill()
+    if not pause.end_group(proc.pid) and proc.is_alive():
+        proc.kill()
