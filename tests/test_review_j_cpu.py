@@ -281,6 +281,63 @@ def test_a_candidate_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_p
     assert all(status is Status.TAMPERED and "while they were stopped" in why for status, why in got), got
 
 
+def test_a_candidate_that_wakes_briefly_while_the_seed_is_timed_is_tampered(tmp_path):
+    """wakes_briefly.py (review m): woken by its own timer while held, it stops itself again within a fraction of
+    a ms, so every thread is stopped at the next request; the threads' run counts show it, on every scenario."""
+    from solbench.core.model import Status
+    from solbench.core.policy import QUICK
+    from solbench.supervisor.runner import RunConfig, run
+
+    result = run(RunConfig(candidate=str(ROOT / "reference_kernels/adversarial/python/wakes_briefly.py"),
+                           suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=2, seed="default"))
+    got = [(o.status, o.reason[:200]) for o in result.outcomes]
+    assert all(status is Status.TAMPERED and "while they were stopped" in why for status, why in got), got
+
+
+def test_one_wake_of_a_held_process_is_seen_though_it_stops_again():
+    """Review m: a thread woken once during a hold that stops itself again at once leaves every thread stopped
+    and no CPU time to speak of (review l's check saw nothing); its run count has grown."""
+    import signal
+
+    from solbench.supervisor.pause import Hold
+
+    code = "import os, sys\nprint(os.getpid(), flush=True)\nsys.stdin.readline()\n"
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE,
+                            stdin=subprocess.PIPE)
+    try:
+        proc.stdout.readline()
+        for wake in (False, True, False):
+            hold = Hold()
+            hold.hold(proc.pid)
+            assert _state(proc.pid) == "T"
+            if wake:  # what its own timer's SIGCONT and its own SIGSTOP would do
+                os.kill(proc.pid, signal.SIGCONT)
+                time.sleep(0.05)
+                os.kill(proc.pid, signal.SIGSTOP)
+                time.sleep(0.05)
+                assert _state(proc.pid) == "T"
+            why = hold.release()
+            assert (why is not None and " ran " in why) if wake else why is None, (wake, why)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_what_ran_in_a_hold_is_judged_per_thread():
+    from solbench.supervisor.pause import RAN_S, RAN_TICKS_S, ran
+
+    before = {"1/1": ("T", 10, 1.0), "1/2": ("D", 5, 2.0), "1/3": ("Z", 1, 0.0)}
+    assert ran(before, {"1/1": ("T", 10, 1.0), "1/2": ("T", 7, 2.0 + RAN_S / 2)}) == ""  # ended its wait; a zombie gone
+    assert "1/1 ran 1 time(s)" in ran(before, {"1/1": ("T", 11, 1.0), "1/2": ("T", 5, 2.0)})
+    assert "1/1 awake (S)" in ran(before, {"1/1": ("S", 10, 1.0), "1/2": ("D", 5, 2.0)})
+    assert "1/1 ended" in ran(before, {"1/2": ("D", 5, 2.0)})
+    assert "1/4 started" in ran(before, {**before, "1/4": ("T", 1, 0.0)})
+    assert "ms of CPU time" in ran(before, {"1/1": ("T", 10, 1.0), "1/2": ("T", 6, 2.0 + 2 * RAN_S)})
+    ticks = {"1/1": ("T", None, 1.0)}  # no run counts kept: CPU time in ticks only
+    assert ran(ticks, {"1/1": ("T", None, 1.0 + RAN_TICKS_S / 2)}) == ""
+    assert "ms of CPU time" in ran(ticks, {"1/1": ("T", None, 1.0 + 2 * RAN_TICKS_S)})
+
+
 def test_a_hold_is_checked_and_outlives_the_groups_leader(tmp_path):
     """Review l: a SIGCONT the process has sent to itself (a POSIX timer) undid the stop, unseen; and a group whose
     leader had died was neither held nor killed. A held group whose threads are awake at the next request is

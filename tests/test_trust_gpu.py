@@ -60,6 +60,15 @@ def test_a_runner_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_path
     assert all(status == "tampered" and "while they were stopped" in why for status, why in got), got
 
 
+def test_a_runner_that_wakes_briefly_while_the_seed_is_timed_is_tampered(tmp_path):
+    """wakes_briefly.cu (review m): woken by its own timer while held, it launches GPU work and stops itself
+    again within microseconds; the threads' run counts show it at its next request, on every scenario."""
+    result = run(RunConfig(candidate=str(CORPUS / "wakes_briefly.cu"), suite="smoke", baselines=(), policy=QUICK,
+                           out_dir=tmp_path, seed=str(SEED), max_scenarios=3))
+    got = [(o.status.value, o.reason[:160]) for o in result.outcomes]
+    assert all(status == "tampered" and "while they were stopped" in why for status, why in got), got
+
+
 def test_the_sanitized_corpus_is_there():
     assert set(SANITIZED) >= {"races_in_shared.cu", "reads_uninitialised.cu", "reads_past_end.cu"}
 

@@ -2,14 +2,17 @@
 running between its own requests can watch for the comparators' rounds (/proc/<sibling>/task/*/stat) and load
 the CPU, or the GPU, just then; on a CPU it got a ratio of 1.82 over the seed with the seed's own code. The
 supervisor stops the candidate's process group (SIGSTOP, which the candidate cannot catch or block) as soon as
-it has its reply, and continues it (SIGCONT) right before the next request. Trusted comparators run freely.
-Nothing timed is affected: a worker times its calls after it has read a request.
+it has its reply, waits until every thread of it has stopped, and continues it (SIGCONT) right before the next
+request. Trusted comparators run freely. Nothing timed is affected: a worker times its calls after it has read
+a request.
 
 A stop can be undone from inside: any SIGCONT the kernel sends the process wakes it, and a POSIX timer, F_SETSIG,
 a death signal or mq_notify can be made to send one (review l; the filter cannot read a timer's sigevent). So
-the hold is checked, whatever woke it: when the next request comes, every thread of the group must be stopped
-and the group's CPU time may not have grown (`Hold.release` says otherwise; the worker then fails the scenario
-as `tampered`).
+each hold is checked when the next request comes, whatever woke it: no thread stopped at the hold may have been
+scheduled since (the kernel's count of its runs, /proc/<pid>/task/<tid>/schedstat), none may be awake, come or
+gone, and the threads the stop found in an uninterruptible wait may only have finished it (a few ms of CPU).
+A thread woken for a moment, that launches GPU work and stops itself again (review m), is seen by its count.
+`Hold.release` says what ran; the worker then fails the scenario as `tampered`.
 SOLBENCH_NO_PAUSE=1 leaves the candidate running (for a debugger attached to it)."""
 
 from __future__ import annotations
@@ -18,13 +21,18 @@ import os
 import signal
 import time
 
-RAN_S = 0.03
-"""CPU time a held group may show at most (the scheduler's accounting rounds to ticks of 10 ms, and threads
-stop a few microseconds after the signal); a timer-woken hog shows ~1 s of it per second held."""
+RAN_S = 0.005
+"""CPU time the threads of a held group that the stop found in an uninterruptible wait may spend finishing it
+(a stopped thread may spend none). Where the kernel keeps no run counts (no /proc/<pid>/task/<tid>/schedstat),
+every thread is judged by its CPU time alone, which comes in ticks of 10 ms: RAN_TICKS_S then."""
+RAN_TICKS_S = 0.03
 SETTLE_S = 0.5
-"""How long a release waits for threads still awake to take the stop (a thread takes it when it next runs,
-which on a loaded host can be ms away; one woken by its own SIGCONT stays awake until it stops itself). The
-clock check does not count this wait (python_worker.last_request_ms, native_worker._round)."""
+"""How long a hold waits for the group's threads to take the stop (a thread takes it when it next runs, which
+on a loaded host can be ms away). The clock check does not count this wait (python_worker.last_request_ms,
+native_worker._round)."""
+STOPPED = "TtZXD"
+"""Thread states that run no code of the candidate's: stopped, traced, dead, or in an uninterruptible wait
+(it stops when that ends, before it returns to the candidate's code)."""
 
 
 def wanted(spec) -> bool:
@@ -37,31 +45,60 @@ class Hold:
 
     def __init__(self):
         self._pgid: int | None = None
-        self._cpu_s: float | None = None
+        self._seen: dict[str, tuple] | None = None
 
     def hold(self, pgid: int | None) -> None:
-        """Stop the group `pgid` leads (each worker leads its own; None: nothing to hold) and note its CPU time.
-        The group is signalled even when its leader is gone: what the candidate left in it stops too."""
-        self._pgid, self._cpu_s = pgid, None
-        if pgid is not None and _signal_group(pgid, signal.SIGSTOP):
-            self._cpu_s = cpu_s(group(pgid))
+        """Stop the group `pgid` leads (each worker leads its own; None: nothing to hold), wait until its threads
+        have taken the stop, and note each one's state, run count and CPU time. The group is signalled even when
+        its leader is gone: what the candidate left in it stops too."""
+        self._pgid, self._seen = pgid, None
+        if pgid is None or not _signal_group(pgid, signal.SIGSTOP):
+            return
+        deadline = time.monotonic() + SETTLE_S
+        while awake(seen := threads(group(pgid))) and time.monotonic() < deadline:
+            time.sleep(0.0002)
+        self._seen = seen
 
     def release(self) -> str | None:
-        """Continue the group; why it was not really held (a thread of it awake, or its CPU time grew), else None."""
-        pgid, before = self._pgid, self._cpu_s
-        self._pgid = self._cpu_s = None
+        """Continue the group; what of it ran while it was held (see the module's doc), else None."""
+        pgid, before = self._pgid, self._seen
+        self._pgid = self._seen = None
         if pgid is None or before is None:
             return None
-        deadline = time.monotonic() + SETTLE_S
-        while (awake := awake_threads(pids := group(pgid))) and time.monotonic() < deadline:
-            time.sleep(0.001)  # a thread takes the stop when it next leaves the kernel
-        ran = cpu_s(pids) - before
+        why = ran(before, threads(group(pgid)))
         _signal_group(pgid, signal.SIGCONT)
-        if awake or ran > RAN_S:
-            return (f"the candidate's processes ran while they were stopped between requests ({len(awake)} thread(s) "
-                    f"awake, {ran * 1e3:.0f} ms of CPU time): something sent them SIGCONT (a timer, F_SETSIG, a "
-                    f"death signal)")
+        if why:
+            return (f"the candidate's processes ran while they were stopped between requests ({why}): something "
+                    f"sent them SIGCONT (a timer, F_SETSIG, a death signal)")
         return None
+
+
+def ran(before: dict[str, tuple], now: dict[str, tuple]) -> str:
+    """What ran between two looks at a held group's threads ({'pid/tid': (state, runs or None, cpu s)}): '' if
+    nothing did."""
+    woke, cpu, ticks_only = [], 0.0, False
+    for tid, (state, runs, cpu_s) in before.items():
+        if tid not in now:
+            if state not in "DZX":
+                woke.append(f"{tid} ended")  # a stopped thread cannot end without running
+            continue
+        state_now, runs_now, cpu_now = now[tid]
+        if state_now not in STOPPED:
+            woke.append(f"{tid} awake ({state_now})")
+        elif state in "Tt" and runs is not None and runs_now != runs:
+            woke.append(f"{tid} ran {runs_now - runs} time(s)")
+        else:  # in an uninterruptible wait when held, or no run counts kept: its CPU time
+            cpu += max(0.0, cpu_now - cpu_s)
+            ticks_only |= runs is None
+    woke += [f"{tid} started" for tid in now if tid not in before]
+    if cpu > (RAN_TICKS_S if ticks_only else RAN_S):
+        woke.append(f"{cpu * 1e3:.1f} ms of CPU time")
+    return ", ".join(woke[:4]) + (f" and {len(woke) - 4} more" if len(woke) > 4 else "")
+
+
+def awake(seen: dict[str, tuple]) -> list[str]:
+    """The threads of a look (threads()) that may run the candidate's code."""
+    return [tid for tid, (state, _, _) in seen.items() if state not in STOPPED]
 
 
 def group(pgid: int) -> list[int]:
@@ -80,36 +117,56 @@ def group(pgid: int) -> list[int]:
     return out
 
 
-def cpu_s(pids: list[int]) -> float:
-    """CPU seconds (user and system, with the reaped children's) of processes `pids`."""
-    ticks = sum(sum(int(x) for x in fields[11:15]) for fields in map(_stat, pids) if fields is not None)
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def awake_threads(pids: list[int]) -> list[str]:
-    """'pid/tid state' of each thread of processes `pids` that is neither stopped nor dead nor in an
-    uninterruptible wait (it stops when that ends)."""
-    out = []
+def threads(pids: list[int]) -> dict[str, tuple]:
+    """{'pid/tid': (state, how many times the scheduler ran it or None, CPU seconds)} for every thread of
+    processes `pids`. The run count and the CPU time in ns come from schedstat; without it, from stat's ticks."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
     for pid in pids:
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue
         for tid in tasks:
-            fields = _stat(f"{pid}/task/{tid}")
-            if fields is not None and fields[0] not in "TtZXD":
-                out.append(f"{pid}/{tid} {fields[0]}")
+            path = f"{pid}/task/{tid}"
+            fields = _stat(path)
+            if fields is None:
+                continue
+            sched = _schedstat(path)
+            if sched is None:
+                out[f"{pid}/{tid}"] = (fields[0], None, (int(fields[11]) + int(fields[12])) / tick)
+            else:
+                out[f"{pid}/{tid}"] = (fields[0], sched[2], sched[0] / 1e9)
     return out
 
 
 def _stat(pid: int | str) -> list[str] | None:
     """/proc/<pid>/stat's fields after the name: state, ppid, pgrp, ..., utime at 11; None once it is gone."""
+    stat = _read(f"/proc/{pid}/stat")
+    return None if stat is None else stat[stat.rindex(b")") + 2:].decode(errors="replace").split()
+
+
+def _schedstat(path: str) -> list[int] | None:
+    """/proc/<path>/schedstat: ns on a CPU, ns waiting for one, times run; None where the kernel keeps none."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
+        values = [int(x) for x in (_read(f"/proc/{path}/schedstat") or b"").split()]
+    except ValueError:
+        return None
+    return values if len(values) == 3 else None
+
+
+def _read(path: str) -> bytes | None:
+    """A small /proc file whole (os calls: a hold reads two per thread), None once it is gone."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
-    return stat[stat.rindex(")") + 2:].split()
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _children(pid: int) -> list[int]:
@@ -119,11 +176,7 @@ def _children(pid: int) -> list[int]:
     except OSError:
         return out
     for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                out.extend(int(x) for x in f.read().split())
-        except OSError:
-            pass
+        out.extend(int(x) for x in (_read(f"/proc/{pid}/task/{task}/children") or b"").split())
     return out
 
 
