@@ -137,3 +137,30 @@ def test_no_max_subtraction_overflows_on_peaked_rows_and_passes_flat_ones():
     assert _verdict(_cheat("no_max_subtraction.py"), sc).status is Status.NONFINITE
     flat = Scenario(q_lens=(64,), kv_lens=(64,), heads_q=4, heads_kv=2, dtype="fp16")  # scores ~N(0, 2): under 11
     assert _verdict(_cheat("no_max_subtraction.py"), flat).status is Status.PASSED
+
+
+def test_a_cubic_softcap_fails_where_the_scores_reach_the_cap():
+    """Review m: a cubic in place of the softcap's tanh passed every softcap scenario whose scores stay far below the
+    cap (`solbench lint` flags those, and the shipped suites say why they keep them); on the high_logits ones, whose
+    top scores reach the cap's curve, it fails in every suite."""
+    chosen = [sc for sc in small_scenarios() if sc.softcap and sc.input_profile == "high_logits"]
+    assert len(chosen) >= 12
+    passed = [sc.id for sc in chosen if not _verdict(_cheat("cubic_softcap.py"), sc).status.is_failure]
+    assert not passed, passed
+
+
+HIGH_LOGITS = {}
+for _sc in load_suite("hopper").scenarios:  # one per (head dims, dtype) of the window- and cap-free high_logits ones
+    if _sc.input_profile == "high_logits" and _sc.window_left < 0 and _sc.causal and not _sc.softcap:
+        HIGH_LOGITS.setdefault((_sc.head_dim_qk, _sc.dtype), cut(_sc, LONG_ROWS))
+
+
+@pytest.mark.parametrize("sc", HIGH_LOGITS.values(), ids=lambda s: s.id)
+def test_no_block_of_a_long_high_logits_row_is_negligible(sc):
+    """Review m: scores of std 11 made half of a long row's key blocks lie 12 below its max, so dropping them passed
+    (skips_far_blocks.py); offset rows over a bulk of std 4 leave hardly any to drop (under 0.1 %; with a softcap
+    the profile keeps std 11, the README's limit)."""
+    cheat = PythonImpl(str(CORPUS / "skips_far_blocks.py")).module
+    v = _verdict(cheat.forward, sc)
+    assert cheat.skipped[1] > 0 and cheat.skipped[0] < 0.001 * cheat.skipped[1], cheat.skipped
+    assert v.status is Status.PASSED, v.reason

@@ -28,8 +28,20 @@ class Profile:
     knob is set in logits, so a profile draws the same score distribution at every head dim."""
 
     logit_std: float = 2.0
-    """Std of the scores: 2 makes a softmax neither uniform nor one-hot; 11 reaches ~40 on rows of
-    thousands of keys (row max ~ 3.6 std)."""
+    """Std of the scores: 2 makes a softmax neither uniform nor one-hot; 40 (large_logits) overflows an fp32
+    exp without max-subtraction."""
+    logit_offset_max: float = 0.0
+    """> 0: each (query, head) adds its own U(0, logit_offset_max) to all of its scores (a constant channel of
+    K, OFFSET_CHANNEL_VALUE, that q's first channel weighs): large logits (an fp16 exp without max-subtraction
+    overflows from ~11; scores reach a softcap's nonlinear range) over a bulk that stays as spread as
+    logit_std makes it, so no key block of a long row is negligible. Scores drawn with a std of 11 instead
+    (this profile before review m) made long rows so sparse that dropping every block 12 below the row's max
+    passed, skipping ~45 % of them."""
+    capped_logit_std: float = 0.0
+    """> 0: with a softcap, scores of this std instead, and no offset: rows peaked enough that their top keys
+    reach the cap's curve (a cubic in place of tanh fails) while few keys carry the mass. A flat bulk offset
+    near the cap failed an honest kernel whose tanh has tanh.approx's precision (2^-11, as FA3's and
+    FlashInfer's softcap use) on 19 of the 44 softcap scenarios cut to CPU size (review m)."""
     peak_max: float = 0.0
     """> 0: outlier tokens and row-peaked attention. A few keys (PEAK_KEY_FRACTION of the K slots) carry a
     massive channel (the last, PEAK_CHANNEL_VALUE: their norm 2-4x the others', as real KV caches have),
@@ -49,13 +61,14 @@ PROFILES = {
     "large_logits": Profile(logit_std=40.0),
     "sinks_negative": Profile(sink_offset=-60.0),
     "sinks_positive": Profile(sink_offset=20.0),
-    "high_logits": Profile(logit_std=11.0),
+    "high_logits": Profile(logit_std=4.0, logit_offset_max=40.0, capped_logit_std=11.0),
     "peaked": Profile(peak_max=16.0),
     "sinks_lse": Profile(peak_max=16.0, sinks_at_lse=True),
 }
 """Every name of solbench.core.scenario.INPUT_PROFILES (tests/test_inputs.py keeps the two in step)."""
 PEAK_KEY_FRACTION = 1 / 4096
 PEAK_CHANNEL_VALUE = 32.0  # the outlier keys' massive channel; bulk K elements are N(0, 1)
+OFFSET_CHANNEL_VALUE = 8.0  # high_logits' constant channel of K (exact in bf16, fp16 and e4m3)
 
 
 def input_fingerprint(inputs: Inputs, key: int) -> dict[str, int]:
@@ -120,7 +133,9 @@ def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
         return torch.randn(*shape, generator=gen, device=device, dtype=torch.float32)
 
     profile = PROFILES[sc.input_profile]
-    q_std = profile.logit_std / (sc.scale * sc.head_dim_qk ** 0.5)  # q.k * scale has std ~ logit_std
+    capped = bool(sc.softcap and profile.capped_logit_std)
+    std = profile.capped_logit_std if capped else profile.logit_std
+    q_std = std / (sc.scale * sc.head_dim_qk ** 0.5)  # q.k * scale has std ~ logit_std
     q = randn(sc.total_q, sc.heads_q, sc.head_dim_qk) * q_std
     kv_shape = _kv_shape(sc)
     # bf16/fp16 K and V are cast as soon as drawn (same values: the peaks' channel value is exact in both):
@@ -133,6 +148,8 @@ def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
     v = v.to(low) if low else v
     if profile.peak_max:
         _plant_peaks(sc, q, k, profile.peak_max, gen)
+    if profile.logit_offset_max and not capped:
+        _offset_rows(sc, q, k, profile.logit_offset_max, gen)
     q_descale = k_descale = v_descale = None
     if low is None:
         q, q_descale = _quantize_fp8(q.view(sc.total_q, sc.heads_kv, sc.group_size, -1), sc.descale, kv_head_axis=1)
@@ -161,6 +178,16 @@ def _plant_peaks(sc: Scenario, q, k, peak_max: float, gen) -> None:
     k[..., -1] = hot.float() * PEAK_CHANNEL_VALUE
     lift = torch.rand(q.shape[:-1], generator=gen, device=q.device) * peak_max
     q[..., -1] = lift / (sc.scale * PEAK_CHANNEL_VALUE)
+
+
+def _offset_rows(sc: Scenario, q, k, offset_max: float, gen) -> None:
+    """Profile.logit_offset_max, in place: K's first channel is OFFSET_CHANNEL_VALUE on every key, and q's first
+    channel sets each (query, head)'s offset, so offset = scale * q[0] * value (peaks use the last channel)."""
+    import torch
+
+    k[..., 0] = OFFSET_CHANNEL_VALUE
+    offset = torch.rand(q.shape[:-1], generator=gen, device=q.device) * offset_max
+    q[..., 0] = offset / (sc.scale * OFFSET_CHANNEL_VALUE)
 
 
 def _typical_lse(sc: Scenario, profile: Profile) -> float:

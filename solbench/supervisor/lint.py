@@ -2,7 +2,9 @@
 
 Per scenario (names: solbench.core.suites.LINT_CHECKS):
 - window / sinks / softcap: the feature does not bite. The fp32 reference without the feature, rounded to the
-  output dtype, passes the verdict against the reference with it: a kernel that ignored it would pass.
+  output dtype, passes the verdict against the reference with it: a kernel that ignored it would pass. For
+  softcap, also with tanh(x) replaced by x - x^3/3 (two FMAs for a MUFU op: review m found it passed every
+  softcap scenario whose scores stayed far below the cap).
 - constant: the outputs are near-constant (their std is under CONSTANT_STD_ATOLS x the dtype's atol), so a
   kernel writing one value would sit within a few tolerances of every element.
 - working_set: the minimal bytes moved are under 2x the arch's L2: a cold-L2 time depends on the flush.
@@ -108,7 +110,18 @@ def numeric_flags(sc: Scenario) -> list[tuple[str, str]]:
         if not v.status.is_failure:
             out.append((check, f"ignoring it passes the verdict (max |err| {v.error.max_abs:.3g}, "
                                f"worst row {v.error.row_max_mean_abs:.3g})"))
+        elif check == "softcap":
+            alt_out, alt_lse = reference_rows(inp, tokens, cap_shape=cubic_tanh)
+            v = judge(alt_out.to(torch_dtype(sc.out_dtype)), alt_lse, ref_out, ref_lse, sc.dtype)
+            if not v.status.is_failure:
+                out.append((check, f"a cubic in place of its tanh passes the verdict (max |err| "
+                                   f"{v.error.max_abs:.3g}): the scores stay far below the cap"))
     return out
+
+
+def cubic_tanh(x):
+    """tanh's Taylor cubic: what a kernel saving the softcap's MUFU tanh would compute."""
+    return x - x * x * x / 3
 
 
 def _has(sc: Scenario, check: str) -> bool:

@@ -7,9 +7,10 @@ import torch
 from solbench.core import masks
 
 
-def attention(inp, softmax) -> None:
+def attention(inp, softmax, tanh=torch.tanh) -> None:
     """Write inp.out and inp.lse. softmax(s) -> (p, m): s the scaled, soft-capped scores [Hq, n, kv] (-inf where
-    not visible), p the weights exp(s - m) as the cheat computes them, m [Hq, n, 1] the offset it subtracted."""
+    not visible), p the weights exp(s - m) as the cheat computes them, m [Hq, n, 1] the offset it subtracted;
+    `tanh` the softcap's curve."""
     sc = inp.scenario
     cu = inp.cu_seqlens_q.tolist()
     for b in range(sc.batch):
@@ -22,7 +23,7 @@ def attention(inp, softmax) -> None:
         keys = torch.arange(k.shape[0], device=q.device)[None, :]
         s = torch.einsum("nhd,khd->hnk", q, k) * sc.scale
         if sc.softcap:
-            s = sc.softcap * torch.tanh(s / sc.softcap)
+            s = sc.softcap * tanh(s / sc.softcap)
         p, m = softmax(s.masked_fill(~((keys >= lo) & (keys < hi))[None], float("-inf")))
         l = p.sum(dim=-1)
         lse = torch.where(l > 0, m.squeeze(-1) + torch.log(l), torch.full_like(l, float("-inf")))
