@@ -384,3 +384,20 @@ def test_a_hold_is_checked_and_outlives_the_groups_leader(tmp_path):
         assert hold.release() is None and _state(child) in "RS"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_the_audit_draws_one_row_by_its_work():
+    """Review m: a batch whose one long row holds most of the work among many short ones; uniform rows alone
+    would rarely check it, one drawn by its visible keys does about as often as its share of the work."""
+    import random
+
+    from solbench.core.scenario import Scenario
+    from solbench.supervisor.audit import ROWS_PER_CHECK, TimedCopies
+
+    sc = Scenario(q_lens=(1,) * 999 + (1,), kv_lens=(10,) * 999 + (40000,), heads_q=2, heads_kv=1,
+                  regime="decode", causal=True)
+    copies = TimedCopies(sc, [], audited=True, secret=b"", rng=random.Random(7))
+    draws = [copies._rows() for _ in range(400)]
+    assert all(len(set(d)) == ROWS_PER_CHECK == len(d) and d == sorted(d) for d in draws)
+    long_row = sc.total_q - 1  # 40000 of the 49990 visible keys
+    assert sum(long_row in d for d in draws) > 0.7 * len(draws)

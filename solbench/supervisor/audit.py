@@ -14,12 +14,16 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from solbench.core.model import Status
 from solbench.core.scenario import Scenario
 from solbench.core.tensors import Inputs, guard_damage, poisoned
 
 ROWS_PER_CHECK = 4
-"""Query rows (all heads each) compared with the reference per copy and round."""
+"""Query rows (all heads each) compared with the reference per copy and round: one drawn by its share of the
+work (its visible keys), the others uniformly, so a sloppiness confined to a few long rows that hold most of
+the work is sampled as often as the work it saves (review m)."""
 
 CLOCK_GAP = "supervisor_clock_gap"
 """Flag: the supervisor's own clock saw the candidate's rounds take far longer than its reported times
@@ -67,6 +71,8 @@ class TimedCopies:
     outliers: int = 0
     """Elements outside the tolerance in every row sampled so far, and how many elements those rows hold."""
     sampled: int = 0
+    work: "np.ndarray | None" = None
+    """Cumulative visible keys over the query rows (for drawing a row by its work), made at the first check."""
 
     @classmethod
     def make(cls, sc: Scenario, count: int, device: str, secret: bytes, audited: bool,
@@ -127,7 +133,7 @@ class TimedCopies:
             raise AuditFailure(Status.MISMATCH, f"{where} modified its inputs in place: {', '.join(touched)}")
         if self.sc.total_q == 0:
             return
-        tokens = sorted(self.rng.sample(range(self.sc.total_q), min(ROWS_PER_CHECK, self.sc.total_q)))
+        tokens = self._rows()
         ref_out, ref_lse = reference_rows(inp, tokens)
         index = _index(tokens, inp.out.device)
         tol = replace(TOLERANCES[self.sc.dtype], max_outside_frac=1.0)  # the fraction is judged over all samples
@@ -143,6 +149,24 @@ class TimedCopies:
             raise AuditFailure(Status.MISMATCH, f"{where}: {self.outliers} of {self.sampled} elements in the rows "
                                                 f"sampled so far lie outside the tolerance, more than the {allowed:g} "
                                                 f"allowed (binomial p < {OUTLIER_ALPHA:g})")
+
+
+    def _rows(self) -> list[int]:
+        """ROWS_PER_CHECK distinct query rows: the first by its share of the visible keys, the rest uniform."""
+        total = self.sc.total_q
+        if total <= ROWS_PER_CHECK:
+            return list(range(total))
+        if self.work is None:
+            from solbench.core import masks
+
+            self.work = np.cumsum(np.concatenate(
+                [np.subtract(*masks.row_intervals(self.sc, b)[::-1]) for b in range(self.sc.batch)]))
+        rows = self.rng.sample(range(total), ROWS_PER_CHECK)
+        if self.work[-1]:
+            heavy = min(int(np.searchsorted(self.work, self.rng.random() * self.work[-1], side="right")), total - 1)
+            if heavy not in rows:
+                rows[0] = heavy
+        return sorted(rows)
 
 
 def clock_gap(candidate_rounds, trusted_rounds) -> bool:
