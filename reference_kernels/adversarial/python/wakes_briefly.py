@@ -29,7 +29,6 @@ from pathlib import Path
 from solbench.sandbox.impls import PythonImpl
 
 _honest = PythonImpl(str(Path(__file__).resolve().parents[2] / "torch_attention.py")).module.forward
-_inside = [False]
 PERIOD_NS = 2_000_000
 WORK_S = 0.0001
 SIGEV_THREAD_ID = 4
@@ -41,12 +40,8 @@ _fds: list[int] = []
 
 
 def forward(inp) -> None:
-    _inside[0] = True
-    try:
-        _honest(inp)
-    finally:
-        _inside[0] = False
-        _arm()  # a stop that finds the timer's signal pending discards it, and the timer with it
+    _honest(inp)
+    _arm()  # a stop that finds the timer's signal pending discards it, and the timer with it
 
 
 class _SigEvent(ctypes.Structure):  # struct sigevent: value, signo, notify, then the thread id (a union)
@@ -79,14 +74,14 @@ def _waiting(fds: list[int]) -> bool:
 
 def _held() -> bool:
     """Woken while held: no SIGCONT of the supervisor's since (its byte on the wake-up pipe), the main thread waits
-    in read() on the request pipe, and no request has come."""
+    in read() on the request pipe (not in a call), and no request has come."""
     fds = _fds or _fds.extend(_request_fds()) or _fds
     try:
         if os.read(_woken_r, 64):
             return False  # the supervisor continued the process: a request is coming
     except BlockingIOError:
         pass
-    if _inside[0] or _waiting(fds):
+    if _waiting(fds):
         return False
     try:
         with open(f"/proc/self/task/{os.getpid()}/syscall") as f:
