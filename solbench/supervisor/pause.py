@@ -10,8 +10,9 @@ A stop can be undone from inside: any SIGCONT the kernel sends the process wakes
 a death signal or mq_notify can be made to send one (review l; the filter cannot read a timer's sigevent). So
 each hold is checked when the next request comes, whatever woke it: no thread stopped at the hold may have been
 scheduled since (the kernel's count of its runs, /proc/<pid>/task/<tid>/schedstat), none may be awake, come or
-gone, and the threads the stop found in an uninterruptible wait may only have finished it (a few ms of CPU).
-A thread woken for a moment, that launches GPU work and stops itself again (review m), is seen by its count.
+gone, and the threads the stop found in an uninterruptible wait may only have finished it (in the same syscall,
+within 1 ms of CPU all together: review n). A thread woken for a moment, that launches GPU work and stops itself
+again (review m), is seen by its count.
 `Hold.release` says what ran; the worker then fails the scenario as `tampered`.
 SOLBENCH_NO_PAUSE=1 leaves the candidate running (for a debugger attached to it)."""
 
@@ -21,18 +22,18 @@ import os
 import signal
 import time
 
-RAN_S = 0.005
-"""CPU time the threads of a held group that the stop found in an uninterruptible wait may spend finishing it
-(a stopped thread may spend none). Where the kernel keeps no run counts (no /proc/<pid>/task/<tid>/schedstat),
+RAN_S = 0.001
+"""CPU time the threads of a held group that the stop found in an uninterruptible wait may spend finishing it,
+in the same syscall (a stopped thread may spend none). Where the kernel keeps no run counts (no /proc/<pid>/task/<tid>/schedstat),
 every thread is judged by its CPU time alone, which comes in ticks of 10 ms: RAN_TICKS_S then."""
 RAN_TICKS_S = 0.03
 SETTLE_S = 0.5
 """How long a hold waits for the group's threads to take the stop (a thread takes it when it next runs, which
 on a loaded host can be ms away). The clock check does not count this wait (python_worker.last_request_ms,
 native_worker._round)."""
-STOPPED = "TtZXD"
-"""Thread states that run no code of the candidate's: stopped, traced, dead, or in an uninterruptible wait
-(it stops when that ends, before it returns to the candidate's code)."""
+STOPPED = "TtZXDI"
+"""Thread states that run no code of the candidate's: stopped, traced, dead, or in an uninterruptible (or idle)
+wait (it stops when that ends, before it returns to the candidate's code, unless a SIGCONT came meanwhile)."""
 
 
 def wanted(spec) -> bool:
@@ -74,19 +75,27 @@ class Hold:
 
 
 def ran(before: dict[str, tuple], now: dict[str, tuple]) -> str:
-    """What ran between two looks at a held group's threads ({'pid/tid': (state, runs or None, cpu s)}): '' if
-    nothing did."""
+    """What ran between two looks at a held group's threads ({'pid/tid': (state, runs or None, cpu s, syscall)}):
+    '' if nothing did. A thread stopped at the hold may not have run; one in an uninterruptible wait may only
+    have finished that wait: its syscall (number, arguments, stack and instruction pointers) must be the one it
+    was in, and all of them together may spend RAN_S of CPU (review n: a vfork parent, `D` at the hold, was
+    woken by a SIGCONT its child's death sent, ran its own code and stopped itself again within that time).
+    One the hold could not stop in SETTLE_S ran."""
     woke, cpu, ticks_only = [], 0.0, False
-    for tid, (state, runs, cpu_s) in before.items():
+    for tid, (state, runs, cpu_s, call) in before.items():
         if tid not in now:
-            if state not in "DZX":
+            if state not in "DIZX":
                 woke.append(f"{tid} ended")  # a stopped thread cannot end without running
             continue
-        state_now, runs_now, cpu_now = now[tid]
+        state_now, runs_now, cpu_now, call_now = now[tid]
         if state_now not in STOPPED:
             woke.append(f"{tid} awake ({state_now})")
+        elif state not in STOPPED:
+            woke.append(f"{tid} did not stop in {SETTLE_S:g} s ({state})")
         elif state in "Tt" and runs is not None and runs_now != runs:
             woke.append(f"{tid} ran {runs_now - runs} time(s)")
+        elif state in "DI" and (call is None or call_now != call):
+            woke.append(f"{tid} left its uninterruptible wait")
         else:  # in an uninterruptible wait when held, or no run counts kept: its CPU time
             cpu += max(0.0, cpu_now - cpu_s)
             ticks_only |= runs is None
@@ -98,7 +107,7 @@ def ran(before: dict[str, tuple], now: dict[str, tuple]) -> str:
 
 def awake(seen: dict[str, tuple]) -> list[str]:
     """The threads of a look (threads()) that may run the candidate's code."""
-    return [tid for tid, (state, _, _) in seen.items() if state not in STOPPED]
+    return [tid for tid, (state, *_) in seen.items() if state not in STOPPED]
 
 
 def group(pgid: int) -> list[int]:
@@ -118,8 +127,9 @@ def group(pgid: int) -> list[int]:
 
 
 def threads(pids: list[int]) -> dict[str, tuple]:
-    """{'pid/tid': (state, how many times the scheduler ran it or None, CPU seconds)} for every thread of
-    processes `pids`. The run count and the CPU time in ns come from schedstat; without it, from stat's ticks."""
+    """{'pid/tid': (state, how many times the scheduler ran it or None, CPU seconds, its syscall line or None)}
+    for every thread of processes `pids`. The run count and the CPU time in ns come from schedstat; without it,
+    from stat's ticks. The syscall line is read for threads in an uninterruptible wait only."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in pids:
@@ -133,10 +143,11 @@ def threads(pids: list[int]) -> dict[str, tuple]:
             if fields is None:
                 continue
             sched = _schedstat(path)
+            call = _read(f"/proc/{path}/syscall") if fields[0] in "DI" else None
             if sched is None:
-                out[f"{pid}/{tid}"] = (fields[0], None, (int(fields[11]) + int(fields[12])) / tick)
+                out[f"{pid}/{tid}"] = (fields[0], None, (int(fields[11]) + int(fields[12])) / tick, call)
             else:
-                out[f"{pid}/{tid}"] = (fields[0], sched[2], sched[0] / 1e9)
+                out[f"{pid}/{tid}"] = (fields[0], sched[2], sched[0] / 1e9, call)
     return out
 
 
