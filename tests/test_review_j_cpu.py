@@ -61,6 +61,11 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
         attempt("mq_open", lambda: (libc.mq_open(b"/solbench-try", 0o102, 0o600, None), ctypes.get_errno()))
         attempt("shmat", lambda: (libc.shmat(0, None, 0) == ctypes.c_void_p(-1).value or True, ctypes.get_errno()))
         attempt("io_uring", lambda: (libc.syscall(425, 4, ctypes.create_string_buffer(120)), ctypes.get_errno()))
+        # review n: a SIGCONT when a child or the parent dies wakes the held group
+        attempt("exit_sigcont", lambda: (libc.syscall(56 if os.uname().machine == "x86_64" else 220, 18, 0, 0, 0, 0),  # fork-like
+                                         ctypes.get_errno()))
+        attempt("deathsig", lambda: (libc.prctl(1, 18, 0, 0, 0), ctypes.get_errno(), libc.prctl(1, 9, 0, 0, 0)))
+        attempt("fork", lambda: (lambda pid: pid == 0 and os._exit(0) or os.waitpid(pid, 0)[1])(os.fork()))
         group, session = os.getpgid(0), os.getsid(0)
         attempt("leave_group", lambda: (os.setpgid(0, os.getpgid({parent})), os.setsid(), os.setpgid(0, 0),
                                         (os.getpgid(0), os.getsid(0)) == (group, session))[-1])
@@ -72,6 +77,7 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
     assert [seen[k] for k in ("shmget", "semget", "msgget", "mq_open")] == [(-1, 1)] * 4 and seen["shmat"][1] == 1, seen
     # the process group the supervisor stops between requests cannot be left (review 2026-12-04k)
     assert seen["leave_group"] is True and seen["io_uring"] == (-1, 1), seen
+    assert seen["exit_sigcont"] == (-1, 1) and seen["deathsig"] == (-1, 1, 0) and seen["fork"] == 0, seen
     assert "other processes' limits, priorities and CPUs out of reach" in seen["said"], seen
 
 

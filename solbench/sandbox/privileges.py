@@ -14,7 +14,9 @@
   IPC (SYSV_IPC). `setpgid` and `setsid` pretend to succeed: every process of the candidate's stays in the
   worker's process group, which the supervisor stops between requests (a child in a session of its own, or
   the worker moved into the supervisor's group, ran on while the comparators were timed); io_uring is
-  refused (a kernel thread polling its queue works on while the process is stopped). The native runner
+  refused (a kernel thread polling its queue works on while the process is stopped), and so are a child's
+  exit signal other than SIGCHLD and a parent-death signal of SIGCONT (either wakes the held group when a
+  process of it dies: review n). The native runner
   applies the same rules, and forbids starting processes as well (native/confine.h).
 """
 
@@ -23,9 +25,10 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import signal
 
 _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
-_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, _PR_SET_PDEATHSIG = 22, 2, 1
 _CAP_VERSION_3 = 0x20080522
 
 
@@ -70,7 +73,7 @@ _NUMBERS = {  # name: (x86_64, aarch64)
     "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185), "shmget": (29, 194),
     "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197), "semget": (64, 190), "semop": (65, 193),
     "semctl": (66, 191), "semtimedop": (220, 192), "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188),
-    "msgctl": (71, 187)
+    "msgctl": (71, 187), "prctl": (157, 167)
 }
 _SYSCALLS = {  # per architecture: (AUDIT_ARCH_*, syscall numbers)
     "x86_64": (0xC000003E, {name: pair[0] for name, pair in _NUMBERS.items()}),
@@ -84,7 +87,7 @@ SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "
 the run), System V ids are small numbers (shmat reaches another process's segment without a name), and
 mq_notify can send the process a signal of its choosing (SIGCONT undoes the hold: review l); nothing the hosts
 load uses them (Python's and CUDA's shared memory are POSIX, files in /dev/shm)."""
-_LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_LD, _JEQ, _JGE, _JSET, _AND, _RET = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06
 _ALLOW, _EPERM, _ENOSYS, _PRETEND = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38, 0x00050000  # errno 0: "done"
 _NR, _ARCH = 0, 4
 _CLONE_NEWUSER = 0x10000000
@@ -114,7 +117,13 @@ def _program(arch: int, nr: dict) -> list[tuple[int, int, int, int]]:
            for name in ("sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr")},
         "unshare": ret(_EPERM),
         "clone3": ret(_ENOSYS),  # its flags are behind a pointer the filter cannot read; glibc falls back to clone
-        "clone": [(_LD, 0, 0, _arg(0)), (_JSET, 0, 1, _CLONE_NEWUSER), *ret(_EPERM), *ret(_ALLOW)],
+        # no user namespace; the child's exit signal none or SIGCHLD: a SIGCONT there wakes the held parent
+        # when the child dies (review n)
+        "clone": [(_LD, 0, 0, _arg(0)), (_JSET, 0, 1, _CLONE_NEWUSER), *ret(_EPERM), (_AND, 0, 0, 0xFF),
+                  (_JEQ, 2, 0, 0), (_JEQ, 1, 0, int(signal.SIGCHLD)), *ret(_EPERM), *ret(_ALLOW)],
+        # prctl(PR_SET_PDEATHSIG, SIGCONT): the same wake when the parent dies
+        "prctl": [(_LD, 0, 0, _arg(0)), (_JEQ, 0, 3, _PR_SET_PDEATHSIG), *arg_is(1, int(signal.SIGCONT), _EPERM, _ALLOW),
+                  *ret(_ALLOW)],
         **{name: ret(_EPERM) for name in SYSV_IPC},
         # the worker leads its own process group, which the supervisor stops between requests
         # (solbench.supervisor.pause): no process of the candidate's may leave it, or move into another

@@ -2,6 +2,7 @@
 // so a CPU test can compile and try it without a GPU: tests/test_native_runner.py).
 #pragma once
 #include <cerrno>
+#include <csignal>
 #include <algorithm>
 #include <cstring>
 #include <dirent.h>
@@ -179,6 +180,8 @@ static std::string filter_syscalls() {
         // clone: a thread only (CLONE_THREAD), never a user namespace
         {__NR_clone, {ld(arg(0)), jset(CLONE_NEWUSER, 0, 1), ret(DENY), jset(CLONE_THREAD, 0, 1), ret(ALLOW), ret(DENY)}},
         {__NR_execve, {ret(DENY)}}, {__NR_execveat, {ret(DENY)}},
+        // prctl(PR_SET_PDEATHSIG, SIGCONT): a SIGCONT when the thread that made it ends wakes the held process
+        {__NR_prctl, {ld(arg(0)), jeq(PR_SET_PDEATHSIG, 0, 3), ld(arg(1)), jeq(SIGCONT, 0, 1), ret(DENY), ret(ALLOW)}},
         // System V IPC and POSIX message queues: objects that outlive the process, ids that reach others', a
         // signal of the candidate's choosing (privileges.py SYSV_IPC)
         {__NR_shmget, {ret(DENY)}}, {__NR_shmat, {ret(DENY)}}, {__NR_shmctl, {ret(DENY)}}, {__NR_shmdt, {ret(DENY)}},
