@@ -348,7 +348,7 @@ def test_a_process_back_from_an_uninterruptible_wait_while_held_is_seen(tmp_path
         proc.stdout.readline()
         time.sleep(0.1)
         waited = []  # the holds that found it and its child in their vfork waits: the child dies within them
-        for _ in range(10):
+        for _ in range(20):
             hold = Hold()
             hold.hold(proc.pid)
             in_wait = sum(state == "D" for state, *_ in hold._seen.values()) == 2
@@ -379,6 +379,12 @@ def test_what_ran_in_a_hold_is_judged_per_thread():
     for call in (elsewhere, None):
         assert "left its uninterruptible wait" in ran(before, {"1/1": ("T", 10, 1.0, None), "1/2": ("T", 6, 2.0, call)})
     assert "did not stop" in ran({"1/1": ("R", 10, 1.0, None)}, {"1/1": ("T", 10, 1.0, None)})
+    # seen stopped while still switching out, and preempted then: one more run of microseconds, in the same call
+    read = b"0 0x3 0x7f00 0x10000 0x0 0x0 0x0 0x7ffd0 0x7f80"
+    held = {"1/1": ("T", 10, 1.0, read)}
+    assert ran(held, {"1/1": ("T", 11, 1.0 + 10e-6, read)}) == ""
+    for runs, cpu, call in ((12, 10e-6, read), (11, 1e-3, read), (11, 10e-6, elsewhere), (11, 10e-6, None)):
+        assert "1/1 ran" in ran(held, {"1/1": ("T", runs, 1.0 + cpu, call)}), (runs, cpu, call)
     ticks = {"1/1": ("T", None, 1.0, None)}  # no run counts kept: CPU time in ticks only
     assert ran(ticks, {"1/1": ("T", None, 1.0 + RAN_TICKS_S / 2, None)}) == ""
     assert "ms of CPU time" in ran(ticks, {"1/1": ("T", None, 1.0 + 2 * RAN_TICKS_S, None)})

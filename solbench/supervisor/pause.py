@@ -27,6 +27,8 @@ RAN_S = 0.001
 in the same syscall (a stopped thread may spend none). Where the kernel keeps no run counts (no /proc/<pid>/task/<tid>/schedstat),
 every thread is judged by its CPU time alone, which comes in ticks of 10 ms: RAN_TICKS_S then."""
 RAN_TICKS_S = 0.03
+SWITCH_S = 50e-6
+"""CPU time of one run that only finishes a thread's stop (_finished_stopping)."""
 SETTLE_S = 0.5
 """How long a hold waits for the group's threads to take the stop (a thread takes it when it next runs, which
 on a loaded host can be ms away). The clock check does not count this wait (python_worker.last_request_ms,
@@ -92,7 +94,7 @@ def ran(before: dict[str, tuple], now: dict[str, tuple]) -> str:
             woke.append(f"{tid} awake ({state_now})")
         elif state not in STOPPED:
             woke.append(f"{tid} did not stop in {SETTLE_S:g} s ({state})")
-        elif state in "Tt" and runs is not None and runs_now != runs:
+        elif state in "Tt" and runs is not None and runs_now != runs and not _finished_stopping(before[tid], now[tid]):
             woke.append(f"{tid} ran {runs_now - runs} time(s)")
         elif state in "DI" and (call is None or call_now != call):
             woke.append(f"{tid} left its uninterruptible wait")
@@ -103,6 +105,15 @@ def ran(before: dict[str, tuple], now: dict[str, tuple]) -> str:
     if cpu > (RAN_TICKS_S if ticks_only else RAN_S):
         woke.append(f"{cpu * 1e3:.1f} ms of CPU time")
     return ", ".join(woke[:4]) + (f" and {len(woke) - 4} more" if len(woke) > 4 else "")
+
+
+def _finished_stopping(before: tuple, now: tuple) -> bool:
+    """A thread seen stopped while it was still switching out (the kernel marks it stopped, then schedules it
+    away) and preempted just then runs once more to finish: one run, microseconds, in the same syscall. A
+    thread woken to run code of its own and stopped again runs once to wake and once more to stop, or stops in
+    another call (review m)."""
+    (_, runs, cpu_s, call), (_, runs_now, cpu_now, call_now) = before, now
+    return runs_now == runs + 1 and call is not None and call_now == call and cpu_now - cpu_s <= SWITCH_S
 
 
 def awake(seen: dict[str, tuple]) -> list[str]:
@@ -129,7 +140,7 @@ def group(pgid: int) -> list[int]:
 def threads(pids: list[int]) -> dict[str, tuple]:
     """{'pid/tid': (state, how many times the scheduler ran it or None, CPU seconds, its syscall line or None)}
     for every thread of processes `pids`. The run count and the CPU time in ns come from schedstat; without it,
-    from stat's ticks. The syscall line is read for threads in an uninterruptible wait only."""
+    from stat's ticks. The syscall line is read for threads stopped or in an uninterruptible wait."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in pids:
@@ -143,7 +154,7 @@ def threads(pids: list[int]) -> dict[str, tuple]:
             if fields is None:
                 continue
             sched = _schedstat(path)
-            call = _read(f"/proc/{path}/syscall") if fields[0] in "DI" else None
+            call = _read(f"/proc/{path}/syscall") if fields[0] in "DItT" else None
             if sched is None:
                 out[f"{pid}/{tid}"] = (fields[0], None, (int(fields[11]) + int(fields[12])) / tick, call)
             else:
