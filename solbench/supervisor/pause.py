@@ -12,7 +12,8 @@ each hold is checked when the next request comes, whatever woke it: no thread st
 scheduled since (the kernel's count of its runs, /proc/<pid>/task/<tid>/schedstat), none may be awake, come or
 gone, and the threads the stop found in an uninterruptible wait may only have finished it (in the same syscall,
 within 1 ms of CPU all together: review n). A thread woken for a moment, that launches GPU work and stops itself
-again (review m), is seen by its count.
+again (review m), is seen by its count; one seen stopped while still switching out, and preempted then, runs
+once more for microseconds in the same syscall, which is not a wake.
 `Hold.release` says what ran; the worker then fails the scenario as `tampered`.
 SOLBENCH_NO_PAUSE=1 leaves the candidate running (for a debugger attached to it)."""
 
@@ -24,8 +25,9 @@ import time
 
 RAN_S = 0.001
 """CPU time the threads of a held group that the stop found in an uninterruptible wait may spend finishing it,
-in the same syscall (a stopped thread may spend none). Where the kernel keeps no run counts (no /proc/<pid>/task/<tid>/schedstat),
-every thread is judged by its CPU time alone, which comes in ticks of 10 ms: RAN_TICKS_S then."""
+in the same syscall (a stopped thread may spend none). Where the kernel keeps no run counts (no
+/proc/<pid>/task/<tid>/schedstat), every thread is judged by its CPU time alone, which comes in ticks of
+10 ms: RAN_TICKS_S then."""
 RAN_TICKS_S = 0.03
 SWITCH_S = 50e-6
 """CPU time of one run that only finishes a thread's stop (_finished_stopping)."""
@@ -52,7 +54,7 @@ class Hold:
 
     def hold(self, pgid: int | None) -> None:
         """Stop the group `pgid` leads (each worker leads its own; None: nothing to hold), wait until its threads
-        have taken the stop, and note each one's state, run count and CPU time. The group is signalled even when
+        have taken the stop, and note each one's state, run count, CPU time and syscall. The group is signalled even when
         its leader is gone: what the candidate left in it stops too."""
         self._pgid, self._seen = pgid, None
         if pgid is None or not _signal_group(pgid, signal.SIGSTOP):
