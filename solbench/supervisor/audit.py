@@ -150,7 +150,6 @@ class TimedCopies:
                                                 f"sampled so far lie outside the tolerance, more than the {allowed:g} "
                                                 f"allowed (binomial p < {OUTLIER_ALPHA:g})")
 
-
     def _rows(self) -> list[int]:
         """ROWS_PER_CHECK distinct query rows: the first by its share of the visible keys, the rest uniform."""
         total = self.sc.total_q

@@ -32,7 +32,7 @@ class Profile:
     exp without max-subtraction."""
     logit_offset_max: float = 0.0
     """> 0: each (query, head) adds its own U(0, logit_offset_max) to all of its scores (a constant channel of
-    K, OFFSET_CHANNEL_VALUE, that q's first channel weighs): large logits (an fp16 exp without max-subtraction
+    K, one of OFFSET_CHANNEL_VALUES per KV head, that q's first channel weighs): large logits (an fp16 exp without max-subtraction
     overflows from ~11; scores reach a softcap's nonlinear range) over a bulk that stays as spread as
     logit_std makes it, so no key block of a long row is negligible. Scores drawn with a std of 11 instead
     (this profile before review m) made long rows so sparse that dropping every block 12 below the row's max
@@ -68,7 +68,7 @@ PROFILES = {
 """Every name of solbench.core.scenario.INPUT_PROFILES (tests/test_inputs.py keeps the two in step)."""
 PEAK_KEY_FRACTION = 1 / 4096
 PEAK_CHANNEL_VALUE = 32.0  # the outlier keys' massive channel; bulk K elements are N(0, 1)
-OFFSET_CHANNEL_VALUE = 8.0  # high_logits' constant channel of K (exact in bf16, fp16 and e4m3)
+OFFSET_CHANNEL_VALUES = (6.0, 7.0, 8.0, 9.0, 10.0)  # high_logits' constant K channel (exact in bf16, fp16, e4m3)
 
 
 def input_fingerprint(inputs: Inputs, key: int) -> dict[str, int]:
@@ -181,13 +181,16 @@ def _plant_peaks(sc: Scenario, q, k, peak_max: float, gen) -> None:
 
 
 def _offset_rows(sc: Scenario, q, k, offset_max: float, gen) -> None:
-    """Profile.logit_offset_max, in place: K's first channel is OFFSET_CHANNEL_VALUE on every key, and q's first
-    channel sets each (query, head)'s offset, so offset = scale * q[0] * value (peaks use the last channel)."""
+    """Profile.logit_offset_max, in place: K's first channel is constant on every key of a KV head (one of
+    OFFSET_CHANNEL_VALUES per head, so fp8's K descales still differ by head), and q's first channel sets each
+    (query, head)'s offset, so offset = scale * q[0] * value (peaks use the last channel)."""
     import torch
 
-    k[..., 0] = OFFSET_CHANNEL_VALUE
+    pick = torch.randint(len(OFFSET_CHANNEL_VALUES), (sc.heads_kv,), generator=gen, device=k.device)
+    values = torch.tensor(OFFSET_CHANNEL_VALUES, device=k.device)[pick]  # [heads_kv]
+    k[..., 0] = values.to(k.dtype)
     offset = torch.rand(q.shape[:-1], generator=gen, device=q.device) * offset_max
-    q[..., 0] = offset / (sc.scale * OFFSET_CHANNEL_VALUE)
+    q[..., 0] = offset / (sc.scale * values.repeat_interleave(sc.group_size))
 
 
 def _typical_lse(sc: Scenario, profile: Profile) -> float:

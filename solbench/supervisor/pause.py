@@ -9,11 +9,11 @@ a request.
 A stop can be undone from inside: any SIGCONT the kernel sends the process wakes it, and a POSIX timer, F_SETSIG,
 a death signal or mq_notify can be made to send one (review l; the filter cannot read a timer's sigevent). So
 each hold is checked when the next request comes, whatever woke it: no thread stopped at the hold may have been
-scheduled since (the kernel's count of its runs, /proc/<pid>/task/<tid>/schedstat), none may be awake, come or
-gone, and the threads the stop found in an uninterruptible wait may only have finished it (in the same syscall,
+scheduled since (the kernel's count of its runs, /proc/<pid>/task/<tid>/schedstat), none may be awake, come,
+or go unless it was dead or in an uninterruptible wait, and the threads the stop found in an uninterruptible wait may only have finished it (in the same syscall,
 within 1 ms of CPU all together: review n). A thread woken for a moment, that launches GPU work and stops itself
-again (review m), is seen by its count; one seen stopped while still switching out, and preempted then, runs
-once more for microseconds in the same syscall, which is not a wake.
+again (review m), is seen by its count. Each count is read after the thread's syscall line, which the kernel
+gives only once the thread is off its CPU: one seen stopped while still switching out is counted whole.
 `Hold.release` says what ran; the worker then fails the scenario as `tampered`.
 SOLBENCH_NO_PAUSE=1 leaves the candidate running (for a debugger attached to it)."""
 
@@ -25,12 +25,10 @@ import time
 
 RAN_S = 0.001
 """CPU time the threads of a held group that the stop found in an uninterruptible wait may spend finishing it,
-in the same syscall (a stopped thread may spend none). Where the kernel keeps no run counts (no
+in the same syscall (a stopped thread may not run at all). Where the kernel keeps no run counts (no
 /proc/<pid>/task/<tid>/schedstat), every thread is judged by its CPU time alone, which comes in ticks of
 10 ms: RAN_TICKS_S then."""
 RAN_TICKS_S = 0.03
-SWITCH_S = 50e-6
-"""CPU time of one run that only finishes a thread's stop (_finished_stopping)."""
 SETTLE_S = 0.5
 """How long a hold waits for the group's threads to take the stop (a thread takes it when it next runs, which
 on a loaded host can be ms away). The clock check does not count this wait (python_worker.last_request_ms,
@@ -96,9 +94,12 @@ def ran(before: dict[str, tuple], now: dict[str, tuple]) -> str:
             woke.append(f"{tid} awake ({state_now})")
         elif state not in STOPPED:
             woke.append(f"{tid} did not stop in {SETTLE_S:g} s ({state})")
-        elif state in "Tt" and runs is not None and runs_now != runs and not _finished_stopping(before[tid], now[tid]):
+        elif state in "Tt" and runs is not None and runs_now != runs:
             woke.append(f"{tid} ran {runs_now - runs} time(s)")
-        elif state in "DI" and (call is None or call_now != call):
+        elif state in "DI" and (call is None or call_now is None):
+            woke.append(f"{tid} was in an uninterruptible wait whose syscall could not be read (ptrace access to "
+                        f"/proc/<pid>/syscall: Yama's ptrace_scope, or a process made undumpable)")
+        elif state in "DI" and call_now != call:
             woke.append(f"{tid} left its uninterruptible wait")
         else:  # in an uninterruptible wait when held, or no run counts kept: its CPU time
             cpu += max(0.0, cpu_now - cpu_s)
@@ -107,15 +108,6 @@ def ran(before: dict[str, tuple], now: dict[str, tuple]) -> str:
     if cpu > (RAN_TICKS_S if ticks_only else RAN_S):
         woke.append(f"{cpu * 1e3:.1f} ms of CPU time")
     return ", ".join(woke[:4]) + (f" and {len(woke) - 4} more" if len(woke) > 4 else "")
-
-
-def _finished_stopping(before: tuple, now: tuple) -> bool:
-    """A thread seen stopped while it was still switching out (the kernel marks it stopped, then schedules it
-    away) and preempted just then runs once more to finish: one run, microseconds, in the same syscall. A
-    thread woken to run code of its own and stopped again runs once to wake and once more to stop, or stops in
-    another call (review m)."""
-    (_, runs, cpu_s, call), (_, runs_now, cpu_now, call_now) = before, now
-    return runs_now == runs + 1 and call is not None and call_now == call and cpu_now - cpu_s <= SWITCH_S
 
 
 def awake(seen: dict[str, tuple]) -> list[str]:
@@ -142,7 +134,8 @@ def group(pgid: int) -> list[int]:
 def threads(pids: list[int]) -> dict[str, tuple]:
     """{'pid/tid': (state, how many times the scheduler ran it or None, CPU seconds, its syscall line or None)}
     for every thread of processes `pids`. The run count and the CPU time in ns come from schedstat; without it,
-    from stat's ticks. The syscall line is read for threads stopped or in an uninterruptible wait."""
+    from stat's ticks. The syscall line (None if unreadable) is read for threads stopped or in an uninterruptible
+    wait."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in pids:
@@ -155,12 +148,17 @@ def threads(pids: list[int]) -> dict[str, tuple]:
             fields = _stat(path)
             if fields is None:
                 continue
+            state, call = fields[0], None
+            if state in "DItT":
+                # first: the kernel answers only once the thread is off its CPU (wait_task_inactive), so a thread
+                # seen stopped while still switching out is counted whole below; 'running': it woke meanwhile
+                call = _read(f"/proc/{path}/syscall")
+                state = "R" if call == b"running\n" else state
             sched = _schedstat(path)
-            call = _read(f"/proc/{path}/syscall") if fields[0] in "DItT" else None
             if sched is None:
-                out[f"{pid}/{tid}"] = (fields[0], None, (int(fields[11]) + int(fields[12])) / tick, call)
+                out[f"{pid}/{tid}"] = (state, None, (int(fields[11]) + int(fields[12])) / tick, call)
             else:
-                out[f"{pid}/{tid}"] = (fields[0], sched[2], sched[0] / 1e9, call)
+                out[f"{pid}/{tid}"] = (state, sched[2], sched[0] / 1e9, call)
     return out
 
 
