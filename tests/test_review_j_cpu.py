@@ -62,10 +62,9 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
         attempt("shmat", lambda: (libc.shmat(0, None, 0) == ctypes.c_void_p(-1).value or True, ctypes.get_errno()))
         attempt("io_uring", lambda: (libc.syscall(425, 4, ctypes.create_string_buffer(120)), ctypes.get_errno()))
         # review n: a SIGCONT when a child or the parent dies wakes the held group
-        attempt("exit_sigcont", lambda: (libc.syscall(56 if os.uname().machine == "x86_64" else 220, 18, 0, 0, 0, 0),  # fork-like
-                                         ctypes.get_errno()))
-        attempt("exit_sigusr1", lambda: (libc.syscall(56 if os.uname().machine == "x86_64" else 220, 10, 0, 0, 0, 0),
-                                         ctypes.get_errno()))  # any exit signal but SIGCHLD
+        clone = 56 if os.uname().machine == "x86_64" else 220  # flags: just the exit signal (fork-like)
+        attempt("exit_sigcont", lambda: (libc.syscall(clone, 18, 0, 0, 0, 0), ctypes.get_errno()))
+        attempt("exit_sigusr1", lambda: (libc.syscall(clone, 10, 0, 0, 0, 0), ctypes.get_errno()))  # any but SIGCHLD
         attempt("deathsig", lambda: (libc.prctl(1, 18, 0, 0, 0), ctypes.get_errno(), libc.prctl(1, 9, 0, 0, 0)))
         attempt("fork", lambda: (lambda pid: pid == 0 and os._exit(0) or os.waitpid(pid, 0)[1])(os.fork()))
         group, session = os.getpgid(0), os.getsid(0)

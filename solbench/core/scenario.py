@@ -91,8 +91,8 @@ class Scenario:
     """Multiplier of q.k; None means 1 / sqrt(head_dim_qk)."""
     input_profile: str = "default"
     """How inputs are drawn (solbench.supervisor.inputs.PROFILES): default, large_logits, sinks_negative,
-    sinks_positive, high_logits (scores offset by up to 40 a row), peaked (outlier keys and row-peaked attention), sinks_lse
-    (peaked, with sinks on the rows' LSE scale)."""
+    sinks_positive, high_logits (scores offset by up to 40 a row), peaked (outlier keys and row-peaked
+    attention), sinks_lse (peaked, with sinks on the rows' LSE scale)."""
     tag: str = ""
     """Optional suffix that tells apart scenarios a suite wants twice (letters, digits, '_')."""
 

@@ -122,7 +122,8 @@ def _program(arch: int, nr: dict) -> list[tuple[int, int, int, int]]:
         "clone": [(_LD, 0, 0, _arg(0)), (_JSET, 0, 1, _CLONE_NEWUSER), *ret(_EPERM), (_AND, 0, 0, 0xFF),
                   (_JEQ, 2, 0, 0), (_JEQ, 1, 0, int(signal.SIGCHLD)), *ret(_EPERM), *ret(_ALLOW)],
         # prctl(PR_SET_PDEATHSIG, SIGCONT): the same wake when the parent dies
-        "prctl": [(_LD, 0, 0, _arg(0)), (_JEQ, 0, 3, _PR_SET_PDEATHSIG), *arg_is(1, int(signal.SIGCONT), _EPERM, _ALLOW)],
+        "prctl": [(_LD, 0, 0, _arg(0)), (_JEQ, 0, 3, _PR_SET_PDEATHSIG),
+                  *arg_is(1, int(signal.SIGCONT), _EPERM, _ALLOW)],
         **{name: ret(_EPERM) for name in SYSV_IPC},
         # the worker leads its own process group, which the supervisor stops between requests
         # (solbench.supervisor.pause): no process of the candidate's may leave it, or move into another

@@ -32,9 +32,9 @@ class Profile:
     exp without max-subtraction."""
     logit_offset_max: float = 0.0
     """> 0: each (query, head) adds its own U(0, logit_offset_max) to all of its scores (a constant channel of
-    K, one of OFFSET_CHANNEL_VALUES per KV head, that q's first channel weighs): large logits (an fp16 exp without max-subtraction
-    overflows from ~11; scores reach a softcap's nonlinear range) over a bulk that stays as spread as
-    logit_std makes it, so no key block of a long row is negligible. Scores drawn with a std of 11 instead
+    K, one of OFFSET_CHANNEL_VALUES per KV head, that q's first channel weighs): large logits (an fp16 exp
+    without max-subtraction overflows from ~11) over a bulk that stays as spread as logit_std makes it, so
+    hardly a key block of a long row is negligible. Scores drawn with a std of 11 instead
     (this profile before review m) made long rows so sparse that dropping every block 12 below the row's max
     passed, skipping ~45 % of them."""
     capped_logit_std: float = 0.0

@@ -10,8 +10,8 @@ A stop can be undone from inside: any SIGCONT the kernel sends the process wakes
 a death signal or mq_notify can be made to send one (review l; the filter cannot read a timer's sigevent). So
 each hold is checked when the next request comes, whatever woke it: no thread stopped at the hold may have been
 scheduled since (the kernel's count of its runs, /proc/<pid>/task/<tid>/schedstat), none may be awake, come,
-or go unless it was dead or in an uninterruptible wait, and the threads the stop found in an uninterruptible wait may only have finished it (in the same syscall,
-within 1 ms of CPU all together: review n). A thread woken for a moment, that launches GPU work and stops itself
+or go unless it was dead or in an uninterruptible wait, and the threads the stop found in an uninterruptible
+wait may only have finished it (in the same syscall, within 1 ms of CPU all together: review n). A thread woken for a moment, that launches GPU work and stops itself
 again (review m), is seen by its count. Each count is read after the thread's syscall line, which the kernel
 gives only once the thread is off its CPU: one seen stopped while still switching out is counted whole.
 `Hold.release` says what ran; the worker then fails the scenario as `tampered`.
@@ -52,8 +52,8 @@ class Hold:
 
     def hold(self, pgid: int | None) -> None:
         """Stop the group `pgid` leads (each worker leads its own; None: nothing to hold), wait until its threads
-        have taken the stop, and note each one's state, run count, CPU time and syscall. The group is signalled even when
-        its leader is gone: what the candidate left in it stops too."""
+        have taken the stop, and note each one's state, run count, CPU time and syscall. The group is signalled
+        even when its leader is gone: what the candidate left in it stops too."""
         self._pgid, self._seen = pgid, None
         if pgid is None or not _signal_group(pgid, signal.SIGSTOP):
             return
@@ -178,7 +178,7 @@ def _schedstat(path: str) -> list[int] | None:
 
 
 def _read(path: str) -> bytes | None:
-    """A small /proc file whole (os calls: a hold reads two per thread), None once it is gone."""
+    """A small /proc file whole (os calls: a hold reads up to three per thread), None once gone or unreadable."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
