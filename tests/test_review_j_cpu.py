@@ -4,6 +4,7 @@ other processes of the same user (prlimit, setpriority, sched_setaffinity), loca
 and capabilities as root, threads that predate the confinement, and the supervisor's wait on a worker that
 writes to its spawn sentinel."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -335,58 +336,55 @@ def test_a_process_back_from_an_uninterruptible_wait_while_held_is_seen(tmp_path
     """Review n: a vfork parent is `D` when held; its child's death (exit signal SIGCONT) both clears its pending
     stop and ends its wait, so it ran its own code while held and stopped itself again, within the CPU time a `D`
     thread was allowed (0 of 20 holds flagged). Now it must be in the syscall it waited in: it is not."""
-    import shutil
-    import signal
-
     from solbench.supervisor.pause import Hold
 
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    binary = tmp_path / "wakes_from_vfork"
-    subprocess.run([cc, "-O1", "-o", str(binary), str(ROOT / "tests/data/wakes_from_vfork.c")], check=True)
-    proc = subprocess.Popen([str(binary)], start_new_session=True, stdout=subprocess.PIPE)
-    try:
-        proc.stdout.readline()
+    with _started(tmp_path, "wakes_from_vfork.c") as pid:
         time.sleep(0.1)
         waited = []  # the holds that found it and its child in their vfork waits: the child dies within them
         for _ in range(20):
             hold = Hold()
-            hold.hold(proc.pid)
+            hold.hold(pid)
             in_wait = sum(state == "D" for state, *_ in hold._seen.values()) == 2
             time.sleep(0.1)  # longer than the child's 5 ms
             why = hold.release()
             if in_wait:
                 waited.append(why)
             time.sleep(0.02)
-        assert len(waited) >= 2 and all(why and "left its uninterruptible wait" in why for why in waited), waited
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    assert len(waited) >= 2 and all(why and "left its uninterruptible wait" in why for why in waited), waited
 
 
 def test_a_thread_that_stops_itself_again_in_the_same_call_is_seen(tmp_path):
     """Review o: woken while held, a thread that stops itself again with a raw tgkill from the same instruction
     shows one more run and the same syscall line; an allowance for threads still switching out let it pass."""
     import platform
-    import shutil
-    import signal
 
     from solbench.supervisor.pause import Hold
 
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None or platform.machine() != "x86_64":
-        pytest.skip("needs a C compiler on x86_64")
-    binary = tmp_path / "stops_itself_again"
-    subprocess.run([cc, "-O1", "-o", str(binary), str(ROOT / "tests/data/stops_itself_again.c")], check=True)
-    proc = subprocess.Popen([str(binary)], start_new_session=True, stdout=subprocess.PIPE)
-    try:
-        proc.stdout.readline()
+    if platform.machine() != "x86_64":
+        pytest.skip("its raw syscall is x86_64's")
+    with _started(tmp_path, "stops_itself_again.c") as pid:
         hold = Hold()
-        hold.hold(proc.pid)  # it has stopped itself already; its timer wakes it 150 ms after it started
+        hold.hold(pid)  # it has stopped itself already; its timer wakes it 150 ms after it started
         time.sleep(0.4)
         why = hold.release()
-        assert why is not None and "ran 1 time(s)" in why, why
+    assert why is not None and "ran 1 time(s)" in why, why
+
+
+@contextlib.contextmanager
+def _started(tmp_path, source: str):
+    """Build tests/data/`source` with the C compiler and run it in a session of its own; yields the pid it prints
+    (its process group's); kills the group after."""
+    import shutil
+    import signal
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    binary = tmp_path / source.removesuffix(".c")
+    subprocess.run([cc, "-O1", "-o", str(binary), str(ROOT / "tests/data" / source)], check=True)
+    proc = subprocess.Popen([str(binary)], start_new_session=True, stdout=subprocess.PIPE)
+    try:
+        yield int(proc.stdout.readline())
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
