@@ -124,7 +124,7 @@ def group(pgid: int) -> list[int]:
         if pid in seen:
             continue
         seen.add(pid)
-        fields = _stat(pid)
+        fields = stat_fields(pid)
         if fields is not None and fields[2] == str(pgid):
             out.append(pid)
             todo.extend(_children(pid))
@@ -145,7 +145,7 @@ def threads(pids: list[int]) -> dict[str, tuple]:
             continue
         for tid in tasks:
             path = f"{pid}/task/{tid}"
-            fields = _stat(path)
+            fields = stat_fields(path)
             if fields is None:
                 continue
             state, call = fields[0], None
@@ -162,7 +162,7 @@ def threads(pids: list[int]) -> dict[str, tuple]:
     return out
 
 
-def _stat(pid: int | str) -> list[str] | None:
+def stat_fields(pid: int | str) -> list[str] | None:
     """/proc/<pid>/stat's fields after the name: state, ppid, pgrp, ..., utime at 11; None once it is gone."""
     stat = _read(f"/proc/{pid}/stat")
     return None if stat is None else stat[stat.rindex(b")") + 2:].decode(errors="replace").split()

@@ -14,6 +14,8 @@ import os
 import signal
 import sys
 
+from solbench.supervisor.pause import stat_fields
+
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -32,15 +34,8 @@ def _parents() -> dict[int, int]:
     """pid -> parent pid of every process visible in /proc."""
     table = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue  # ended meanwhile
-        # Field 4 is the parent pid; the name (field 2) is in parentheses and may hold spaces.
-        table[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
+        if entry.isdigit() and (fields := stat_fields(entry)) is not None:  # None: ended meanwhile
+            table[int(entry)] = int(fields[1])
     return table
 
 
