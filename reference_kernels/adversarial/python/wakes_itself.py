@@ -18,7 +18,13 @@ from pathlib import Path
 from solbench.sandbox.impls import PythonImpl
 
 # hogs_between_rounds.py whole: honest answers, and threads that load the CPUs while a comparator is timed
-forward = PythonImpl(str(Path(__file__).with_name("hogs_between_rounds.py"))).module.forward
+_hogs = PythonImpl(str(Path(__file__).with_name("hogs_between_rounds.py"))).module.forward
+_timer = []
+
+
+def forward(inp) -> None:
+    _hogs(inp)
+    _wake_every_millisecond()  # a stop that finds the timer's signal pending discards it, and the timer with it
 
 
 class _SigEvent(ctypes.Structure):  # struct sigevent (64 bytes on Linux): value, signo, notify, then padding
@@ -35,12 +41,14 @@ def _wake_every_millisecond() -> None:
     # A handler, so the signal is not ignored (the kernel parks a timer whose signal is ignored, SIGCONT's default)
     signal.signal(signal.SIGCONT, lambda *_: None)
     libc = ctypes.CDLL(None, use_errno=True)
-    timer = ctypes.c_void_p()
-    event = _SigEvent(signo=int(signal.SIGCONT), notify=0)  # SIGEV_SIGNAL
-    if libc.timer_create(1, ctypes.byref(event), ctypes.byref(timer)):  # CLOCK_MONOTONIC
-        return
+    if not _timer:
+        timer = ctypes.c_void_p()
+        event = _SigEvent(signo=int(signal.SIGCONT), notify=0)  # SIGEV_SIGNAL
+        if libc.timer_create(1, ctypes.byref(event), ctypes.byref(timer)):  # CLOCK_MONOTONIC
+            return
+        _timer.append(timer)
     period = _ITimerSpec(0, 1_000_000, 0, 1_000_000)
-    libc.timer_settime(timer, 0, ctypes.byref(period), None)
+    libc.timer_settime(_timer[0], 0, ctypes.byref(period), None)
 
 
 _wake_every_millisecond()
