@@ -28,7 +28,7 @@ import platform
 import signal
 
 _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
-_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, _PR_SET_PDEATHSIG = 22, 2, 1
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 22, 2, 1, 38
 _CAP_VERSION_3 = 0x20080522
 
 
@@ -139,9 +139,10 @@ def _program(arch: int, nr: dict) -> list[tuple[int, int, int, int]]:
     return program + ret(_ALLOW)
 
 
-def filter_syscalls() -> str:
+def filter_syscalls(new_privs: bool = False) -> str:
     """Install the filter (this thread and the threads and processes it starts later); the words for the
-    record. Needs no_new_privs, which Landlock's confinement set. OSError when refused."""
+    record. Needs no_new_privs, which Landlock's confinement set (`new_privs`: set it here). OSError when
+    refused."""
     machine = platform.machine()
     if machine not in _SYSCALLS:
         return f"no syscall filter for {machine}"
@@ -149,6 +150,8 @@ def filter_syscalls() -> str:
     filters = (_SockFilter * len(program))(*program)
     fprog = _SockFprog(len(program), filters)
     libc = ctypes.CDLL(None, use_errno=True)
+    if new_privs and libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
+        raise OSError(ctypes.get_errno(), f"no_new_privs: {os.strerror(ctypes.get_errno())}")
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0):
         raise OSError(ctypes.get_errno(), f"seccomp: {os.strerror(ctypes.get_errno())}")
     return ("other processes' limits, priorities and CPUs out of reach, no user namespaces, no System V IPC or "

@@ -75,6 +75,13 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
             return
         except OSError as exc:
             sandbox = f"not confined: {exc}"
+    else:  # trusted: under the candidate's syscall filter all the same, which runs on each of its syscalls
+        from solbench.sandbox.privileges import filter_syscalls
+
+        try:
+            print(f"{WORKER_LOG_PREFIX} {filter_syscalls(new_privs=True)}", flush=True)
+        except OSError as exc:
+            print(f"{WORKER_LOG_PREFIX} no syscall filter: {exc}", flush=True)
     from solbench.sandbox.integrity import changed, snapshot
 
     # Before the candidate is imported, so import-time patches count too. Baselines are trusted libraries

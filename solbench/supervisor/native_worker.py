@@ -128,8 +128,8 @@ class NativeWorker:
         self.writes_lse = True
         self.prepares = 0
         """'prepare' requests sent: how many times it was given a scenario's contents (never reset)."""
-        self._hold = pause.Hold()
-        """The candidate's process group, stopped between requests (solbench.supervisor.pause)."""
+        self._hold = pause.Hold(judged=self.spec.name == "candidate")
+        """Its process group, stopped between requests (solbench.supervisor.pause); judged for the candidate."""
 
     @property
     def pid(self) -> int | None:
@@ -229,8 +229,8 @@ class NativeWorker:
             self._hold.hold(self._held_pid())
 
     def _held_pid(self) -> int | None:
-        """The process group to hold between requests (solbench.supervisor.pause): the candidate's runner's (held
-        even when the runner is gone), when no sanitizer wraps it."""
+        """The process group to hold between requests (solbench.supervisor.pause): its runner's (held even
+        when the runner is gone), when no sanitizer wraps it."""
         return self._proc.pid if self._proc is not None and pause.wanted(self.spec) and not self.wrap else None
 
     def _request(self, cmd: str, payload, timeout_s: float):

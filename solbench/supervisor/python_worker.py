@@ -60,8 +60,8 @@ class Worker:
         """'prepare' requests sent: how many times it was given a scenario's contents (never reset)."""
         self.sandbox = ""
         """How the worker was confined, in words (said before any candidate code ran in it)."""
-        self._hold = pause.Hold()
-        """The candidate's process group, stopped between requests (solbench.supervisor.pause)."""
+        self._hold = pause.Hold(judged=self.spec.name == "candidate")
+        """Its process group, stopped between requests (solbench.supervisor.pause); judged for the candidate."""
         self.last_request_ms: float | None = None
         """Wall time of the last request from its send to its reply, the hold's bookkeeping left out (the clock
         check compares it with the reported times)."""
@@ -140,8 +140,8 @@ class Worker:
         return value
 
     def _held_pid(self) -> int | None:
-        """The process group to hold between requests (solbench.supervisor.pause): the candidate's, which its
-        worker leads (held even when the leader is gone)."""
+        """The process group to hold between requests (solbench.supervisor.pause), which its worker leads (held
+        even when the leader is gone)."""
         return self._proc.pid if self._proc is not None and pause.wanted(self.spec) else None
 
     def _send(self, message) -> None:

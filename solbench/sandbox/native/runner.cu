@@ -1421,10 +1421,12 @@ int main(int argc, char** argv) {
     }
     cupti_start(cfg);
     g_timer.setup(cfg);  // floors and the cover, before any candidate code exists in this process
-    if (!cfg.writable.empty()) {
-        // Every thread, CUDA's and CUPTI's included (TSYNC). Not under `solbench profile`: the profiler's library
-        // in the process may start its own helpers.
-        if (!getenv("SOLBENCH_PROFILE_CHECK")) g_sandbox += "; " + filter_syscalls();
+    // Every thread, CUDA's and CUPTI's included (TSYNC), in every runner: a trusted one is timed under the same
+    // filter as the candidate, whose every syscall it runs. Not under `solbench profile`: the profiler's
+    // library in the process may start its own helpers.
+    if (!getenv("SOLBENCH_PROFILE_CHECK")) {
+        std::string filtered = filter_syscalls();
+        g_sandbox = cfg.writable.empty() ? filtered : g_sandbox + "; " + filtered;
     }
     // What CUPTI records before any candidate code runs: the supervisor holds every round to it (a constructor
     // that switches the runner's own state off would otherwise only change what the runner says of itself).
