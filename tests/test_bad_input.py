@@ -1,8 +1,8 @@
 """Bad input, as a user meets it on the command line: one line on stderr saying what, where and how to fix,
 the documented exit code, no traceback, and nothing run that should not be.
 
-Exit codes (README): 2 bad input, 3 bad suite file, 4 build error or forbidden library, 5 candidate cannot be
-loaded, 6 missing optional library, 7 timing needs a GPU that is not here."""
+Exit codes (solbench.core.errors.EXIT_CODES): 2 bad input, 3 bad suite file, 4 build error or forbidden library,
+5 candidate cannot be loaded, 6 missing optional library, 7 timing needs a GPU that is not here."""
 
 import json
 from pathlib import Path

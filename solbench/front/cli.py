@@ -18,7 +18,7 @@ import sys
 import textwrap
 
 from solbench import __version__, schemas
-from solbench.core.errors import SolbenchError
+from solbench.core.errors import EXIT_CODES, SolbenchError, code_of
 
 COMMANDS = ("run", "scenarios", "report", "build", "roofline", "lint", "calibrate", "baselines", "check", "leaderboard",
             "info", "triage", "profile")
@@ -50,25 +50,16 @@ solbench run reference_kernels/torch_attention.py --suite smoke --device cpu --q
 solbench report reports/reference/h200-seed/hopper.json
 """
 
-OUTCOME_EXIT_CODES = {0: "success (run, report: every scenario passed; check: every clause held)",
-                      1: "a scenario did not pass (run, report), a clause failed (check)",
-                      130: "interrupted (Ctrl-C); a run's finished scenarios are on disk, --resume goes on"}
-
-
 def exit_codes_text() -> str:
-    """Every exit code: the outcomes above and one per typed error (solbench.core.errors), with its
-    docstring, so the list cannot drift from the code."""
-    def subclasses(cls):
-        for sub in cls.__subclasses__():
-            yield sub
-            yield from subclasses(sub)
+    """The exit codes as `solbench --help` lists them, from the one table (solbench.core.errors.EXIT_CODES)."""
+    return "\n".join(textwrap.fill(e.meaning, 110, initial_indent=f"  {e.code:>3}  {e.name:<17}",
+                                   subsequent_indent=" " * 24) for e in EXIT_CODES)
 
-    lines = {code: [text] for code, text in OUTCOME_EXIT_CODES.items()}
-    for cls in subclasses(SolbenchError):
-        doc = (cls.__doc__ or cls.__name__).strip().splitlines()[0].rstrip(".")
-        lines.setdefault(cls.exit_code, []).append(doc[0].lower() + doc[1:])
-    lines[2].append("a usage error (unknown option, missing argument)")
-    return "\n".join(f"  {code:>3}  " + "\n       ".join(texts) for code, texts in sorted(lines.items()))
+
+def exit_codes_markdown() -> str:
+    """The same table in Markdown, as the README and docs/agents.md carry it (tests/test_exit_codes_doc.py)."""
+    rows = [f"| {e.code} | `{e.name}` | {e.meaning} |" for e in EXIT_CODES]
+    return "\n".join(["| code | name | meaning |", "| ---: | --- | --- |", *rows]) + "\n"
 
 
 def _epilog(examples: str, *more: str) -> str:
@@ -132,11 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     if usage_error is not None:
         if _json_requested(argv):
             command = next((a for a in argv if a in COMMANDS), None)
-            print(json.dumps(json_error(command, 2, usage_error), indent=1))
-        return 2
+            print(json.dumps(json_error(command, code_of("bad_input"), usage_error), indent=1))
+        return code_of("bad_input")
     if not getattr(args, "_run", None):
         parser.print_help()
-        return 2
+        return code_of("bad_input")
     try:
         return int(args._run(args) or 0)
     except SolbenchError as exc:
@@ -152,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"solbench {args.command}: interrupted", file=sys.stderr)
         if _json_output(args):
-            print(json.dumps(json_error(args.command, 130, "interrupted"), indent=1))
-        return 130
+            print(json.dumps(json_error(args.command, code_of("interrupted"), "interrupted"), indent=1))
+        return code_of("interrupted")
 
 
 if __name__ == "__main__":
