@@ -102,7 +102,7 @@ def test_times_reported_at_055_are_caught_on_the_supervisors_clock(tmp_path):
     """On smoke's first two scenarios the 45 % a CPU round hides is above the rule's share and slack; on
     shorter calls it is not (the README's limit: short calls are the weak spot)."""
     result = _run("fakes_samples_under_half.py", tmp_path, n=2, seed="default")
-    wrong = [(o.scenario_id, o.status.value) for o in result.outcomes if o.status is not Status.HIDDEN_WORK]
+    wrong = [(o.scenario_id, o.status.value) for o in result.outcomes if o.status is not Status.TAMPERED]
     assert not wrong, wrong
 
 

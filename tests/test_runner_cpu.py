@@ -488,7 +488,46 @@ def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds,
     timed = {n: TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
     measurements, _ = time_interleaved(workers, timed, policy, 10.0, "host_clock")
     assert (CLOCK_GAP in measurements["candidate"].flags) is flagged
-    assert workers["candidate"].rounds == 2 + 4  # the two rounds, then the four that confirm or clear
+    # the two rounds, then four that clear them, or twice four that confirm
+    assert workers["candidate"].rounds == (2 + 2 * 4 if flagged else 2 + 4)
+    if not flagged:  # the stalled rounds are not scored
+        assert {0, 1} <= set(measurements["candidate"].telemetry["clock_rounds"]["dropped"])
+
+
+def test_a_worker_that_forges_every_other_round_is_flagged():
+    """A majority rule over an even count of rounds let a forger of every other round move the median halfway to
+    any factor: every round is held to the supervisor's clock, and fresh rounds are forged as often."""
+    import random
+    import time as _time
+    from dataclasses import replace as dc_replace
+
+    from solbench.core.policy import QUICK
+    from solbench.core.suites import load_suite
+    from solbench.supervisor.audit import CLOCK_GAP, TimedCopies
+    from solbench.supervisor.rounds import time_interleaved
+
+    class Worker:
+        def __init__(self, forges):
+            self.forges, self.rounds = forges, 0
+
+        def request(self, cmd, payload, timeout_s):
+            if cmd != "round":
+                return {}
+            self.rounds += 1
+            n = len(payload["order"])
+            _time.sleep(0.008 * n)
+            told = 0.8 if self.forges and self.rounds % 2 == 0 else 8.0
+            return {"device_ms": [told] * n, "host_ms": [8.0] * n, "flags": [], "telemetry": {}}
+
+    policy = dc_replace(QUICK, min_rounds=4, max_rounds=4, launcher_ab=False)
+    sc = load_suite("smoke").scenarios[0]
+    for forges in (True, False):
+        workers = {"candidate": Worker(forges), "seed": Worker(False)}
+        timed = {n: TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
+        measurements, _ = time_interleaved(workers, timed, policy, 10.0, "host_clock")
+        assert (CLOCK_GAP in measurements["candidate"].flags) is forges
+        if forges:
+            assert measurements["candidate"].telemetry["clock_check"]["rounds"][0]["unexplained_ms"] > 5
 
 
 def test_comparators_are_checked_while_the_reference_is_computed_and_the_candidate_after(tmp_path, monkeypatch):
@@ -561,3 +600,38 @@ def test_long_calls_get_fewer_calls_a_round_after_the_first():
     assert workers["lib"].orders[:7] == [2, 1] + [2] * 5
     assert [len(measurements[n].samples_ms) for n in workers] == [18, 3 + 5, 3 + 10]
     assert len(ratios["seed"]) == len(ratios["lib"]) == 6 and set(ratios["seed"]) == {50.0}
+
+
+def test_a_worker_that_says_it_was_throttled_gets_no_round_taken_again():
+    """Throttling decides which rounds are taken again: it is read by the supervisor (NVML), never taken from a
+    Python host's telemetry, which the candidate writes (a round it called throttled was retaken and scored)."""
+    import random
+    from dataclasses import replace as dc_replace
+    from types import SimpleNamespace
+
+    from solbench.core.policy import QUICK
+    from solbench.core.suites import load_suite
+    from solbench.supervisor.audit import TimedCopies
+    from solbench.supervisor.rounds import time_interleaved
+
+    class Worker:
+        spec = SimpleNamespace(kind="py", runner="python")
+        device = "cpu"
+
+        def __init__(self):
+            self.rounds = 0
+
+        def request(self, cmd, payload, timeout_s):
+            if cmd != "round":
+                return {}
+            self.rounds += 1
+            n = len(payload["order"])
+            return {"device_ms": [1.0] * n, "host_ms": [1.0] * n, "flags": [], "telemetry": {"throttled": True}}
+
+    policy = dc_replace(QUICK, min_rounds=2, max_rounds=2, launcher_ab=False)
+    workers = {"candidate": Worker(), "seed": Worker()}
+    sc = load_suite("smoke").scenarios[0]
+    timed = {n: TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
+    measurements, _ = time_interleaved(workers, timed, policy, 10.0, "host_clock")
+    assert "throttled_retaken" not in measurements["candidate"].flags
+    assert workers["candidate"].rounds == workers["seed"].rounds

@@ -104,18 +104,21 @@ def test_times_reported_short_are_caught_on_the_supervisors_clock(tmp_path):
     the supervisor's clock around each round, against the seed's rounds, shows the missing time."""
     result = run(RunConfig(candidate=str(CORPUS / "fakes_samples.py"), suite="smoke", device="cpu", policy=QUICK,
                            out_dir=tmp_path, max_scenarios=3))
-    wrong = [(o.scenario_id, o.status.value, o.reason) for o in result.outcomes if o.status is not Status.HIDDEN_WORK]
+    wrong = [(o.scenario_id, o.status.value, o.reason) for o in result.outcomes if o.status is not Status.TAMPERED]
     assert not wrong, wrong
-    assert all("supervisor's clock" in o.reason for o in result.outcomes)
+    assert all(o.reason.startswith("clock check:") and "unexplained" in o.reason for o in result.outcomes)
 
 
 def test_the_clock_check_passes_an_honest_candidate_and_needs_a_trusted_comparator():
-    from solbench.supervisor.audit import clock_gap
+    from solbench.supervisor.audit import clock_gap, clock_outliers
 
     trusted = [(10.0, 8.0, 3), (11.0, 8.5, 3)]  # ~0.8 ms per call outside the samples
     assert not clock_gap([(40.0, 37.5, 3)] * 5, trusted)  # a slower honest kernel, same overhead
     assert clock_gap([(40.0, 4.0, 3)] * 5, trusted)  # reports a tenth
-    assert not clock_gap([(40.0, 4.0, 3), (40.0, 37.5, 3), (40.0, 37.5, 3)], trusted)  # one round: noise
+    # One round out of bound is out of bound (no majority): rounds.py takes fresh rounds before it flags.
+    assert clock_outliers([(40.0, 4.0, 3), (40.0, 37.5, 3), (40.0, 37.5, 3)], trusted) == [0]
+    assert not clock_gap([(40.0, 36.0, 3)] * 5, trusted)  # within the allowance and the noise share
+    assert clock_gap([(40.0, 36.0, 3)] * 5, trusted, allowance_per_call_ms=-1.0) is False  # a share of the wall
     assert not clock_gap([(3.0, 0.3, 3)] * 5, trusted)  # under the absolute slack
     assert not clock_gap([(40.0, 4.0, 3)] * 5, [])  # nothing trusted to measure the loop with
 

@@ -26,14 +26,17 @@ work (its visible keys), the others uniformly, so a sloppiness confined to a few
 the work is sampled as often as the work it saves (review m)."""
 
 CLOCK_GAP = "supervisor_clock_gap"
-"""Flag: the supervisor's own clock saw the candidate's rounds take far longer than its reported times
-and the loop's overhead (measured on the trusted comparators' rounds) explain."""
+"""Flag: the supervisor's own clock saw the candidate's rounds take longer than its reported device times and
+the loop's overhead (measured on the trusted comparators' rounds) explain, on fresh rounds too."""
 CLOCK_GAP_SHARE = 0.35
 CLOCK_GAP_SLACK_MS = 2.0
 """A round's unexplained time must exceed both this share of its wall time and this many ms: the loop's
-own jitter (pipe, telemetry, the interpreter) never does."""
+own jitter (pipe, telemetry, the interpreter) never does. Together with the launch cover (TimingPolicy.
+launch_cover_ms a call) they are the most a forger can take off its reported times without being seen."""
 CLOCK_CONFIRM_ROUNDS = 4
-"""Fresh rounds (two pairs, both orders) a gap must be seen on again before it is flagged."""
+"""Fresh rounds (two pairs, both orders) taken when a round was out of its bound; CLOCK_CONFIRM_TRIES batches
+of them, each with half its rounds out of bound, flag the candidate (rounds out of bound are never scored)."""
+CLOCK_CONFIRM_TRIES = 2
 
 
 class AuditFailure(Exception):
@@ -168,42 +171,60 @@ class TimedCopies:
         return sorted(rows)
 
 
-def clock_gap(candidate_rounds, trusted_rounds) -> bool:
-    """True when most of the candidate's rounds hide time: each round is (wall_ms on the supervisor's
-    clock, the sum of the host_ms the worker reported, calls). The time outside the reported samples
-    (flush, the pipe, the loop) per call is taken from the trusted comparators' rounds, which run the
-    same loop; a worker that reports times shorter than its calls took leaves the difference unexplained."""
+def clock_outliers(candidate_rounds, trusted_rounds, allowance_per_call_ms: float = 0.0) -> list[int]:
+    """The candidate's rounds that hide time, by index: each round is (wall_ms on the supervisor's clock, the
+    ms its reports explain -- the sum of its *device* times, the ones that are scored -- and calls). The time
+    outside the calls per call (flush, the pipe, the loop) is taken from the trusted comparators' rounds, which
+    run the same loop, plus `allowance_per_call_ms` (the launch cover the candidate may have beyond theirs); a
+    worker that reports times shorter than its calls took leaves the difference unexplained. Every round is
+    held to its bound: no majority, no median (a forger of every other round moved an even median halfway)."""
+    if not candidate_rounds or not trusted_rounds:
+        return []
+    outside = outside_per_call(trusted_rounds)
+    # The share is of the round's wall time, the loop's cost included: that cost differs between two honest
+    # processes in proportion to itself (the native runner's ~2.8 ms a call between 90 us calls).
+    return [i for i, (wall, told, calls) in enumerate(candidate_rounds)
+            if unexplained_ms(wall, told, calls, outside + allowance_per_call_ms)
+            > max(CLOCK_GAP_SHARE * wall, CLOCK_GAP_SLACK_MS)]
+
+
+def outside_per_call(trusted_rounds) -> float:
+    """The loop's time per call outside the reported times, as the trusted rounds (wall, told, calls) show it."""
     import statistics
 
-    if not candidate_rounds or not trusted_rounds:
-        return False
-    outside_per_call = statistics.median((wall - host) / max(1, calls) for wall, host, calls in trusted_rounds)
-    # The share is of the round's wall time, the loop's cost included: that cost differs between two honest
-    # processes in proportion to itself (the native runner's ~2.8 ms a call between 90 us calls: a share of the
-    # calls' own time flagged an honest seed against itself on the H200, session 2026-12-03f).
-    hidden = [wall - host - calls * outside_per_call > max(CLOCK_GAP_SHARE * wall, CLOCK_GAP_SLACK_MS)
-              for wall, host, calls in candidate_rounds]
-    return sum(hidden) * 2 > len(hidden)
+    # never below 0: a comparator's reported times do not shrink what the candidate's must explain
+    return max(0.0, statistics.median((wall - told) / max(1, calls) for wall, told, calls in trusted_rounds))
+
+
+def unexplained_ms(wall: float, told: float, calls: int, outside_per_call: float) -> float:
+    """What a round's wall time leaves unexplained by its reported times and the loop's allowance."""
+    return wall - told - calls * outside_per_call
+
+
+def clock_gap(candidate_rounds, trusted_rounds, allowance_per_call_ms: float = 0.0) -> bool:
+    """Whether any of the candidate's rounds is out of its bound (clock_outliers)."""
+    return bool(clock_outliers(candidate_rounds, trusted_rounds, allowance_per_call_ms))
 
 
 NATIVE_BETWEEN_CAP_MS = 3.0
 """With no trusted native runner in the scenario (--seed none beside Python-hosted libraries only), the most time
-per call the candidate's runner may claim for its own work between calls (flush, syncs, CUPTI bookkeeping):
-against the Python host's loop that time read as hidden, and the seed's ~2 ms calls were flagged on the H200.
-The claim comes from the candidate's process, so a forger may use this much per call too (README: limits;
-`SOLBENCH_TRACE` prints what honest runners spend, to set it from measurements)."""
+per call the candidate's runner may claim for its own work between calls and around its events (flush, syncs,
+CUPTI bookkeeping): against the Python host's loop that time read as hidden, and the seed's ~2 ms calls were
+flagged on the H200. The claim comes from the candidate's process, so a forger may use this much per call too
+(docs/threat-model.md; `SOLBENCH_TRACE` prints what honest runners spend, to set it from measurements)."""
 
 
 def clock_rounds(clocked: dict, yardstick: list[str], claims_between: bool):
     """The clock check's rounds (wall, explained, calls) of the candidate and of its yardstick, from rounds of
-    (wall, reported host, calls, the native runner's reported time between calls). Beside a trusted runner of
-    its own kind, a round is explained by its reported call times alone, and the yardstick's time between calls
-    (the same loop) is the allowance. With `claims_between` (a native candidate, no trusted native runner beside
-    it) its runner's own account of the time between calls explains its rounds too, up to
-    NATIVE_BETWEEN_CAP_MS a call (review 21: unbounded, that account let a forger report any time)."""
-    trusted = [(w, h, c) for n in yardstick for w, h, c, _ in clocked[n]]
+    (wall, reported host, reported device, calls, the native runner's reported time between calls). A round is
+    explained by its reported device times, which are what is scored; beside a trusted runner of its own kind,
+    the yardstick's time outside them (the same loop) is the allowance. With `claims_between` (a native
+    candidate, no trusted native runner beside it) its runner's own account of the time between and around its
+    calls explains its rounds too, up to NATIVE_BETWEEN_CAP_MS a call (unbounded, that account let a forger
+    report any time)."""
+    trusted = [(w, d, c) for n in yardstick for w, _, d, c, _ in clocked[n]]
     cap = NATIVE_BETWEEN_CAP_MS if claims_between else 0.0
-    return [(w, h + min(b, c * cap), c) for w, h, c, b in clocked["candidate"]], trusted
+    return [(w, d + min(max(0.0, b + h - d), c * cap), c) for w, h, d, c, b in clocked["candidate"]], trusted
 
 
 def damaged_guards(inp: Inputs) -> str:

@@ -342,8 +342,13 @@ def _speed_verdict(measurement: Measurement, bound) -> tuple[Status, str]:
         return Status.TAMPERED, ("CUPTI stopped recording the runner's own marks around a timed call: recording was "
                                  "switched off or disturbed from inside the process, so its work was not seen")
     if CLOCK_GAP in measurement.flags:
-        return Status.HIDDEN_WORK, ("the supervisor's clock saw the timed rounds take far longer than the reported "
-                                    "times and the loop's overhead explain: the times were not those of the calls")
+        seen = measurement.telemetry.get("clock_check") or {}
+        rounds = "; ".join(f"{x['wall_ms']} ms on its clock for {x['calls']} calls reported as {x['device_ms']} ms "
+                           f"({x['unexplained_ms']} ms unexplained)" for x in seen.get("rounds", [])[:3])
+        return Status.TAMPERED, ("clock check: the supervisor's clock saw timed rounds take longer than the reported "
+                                 "device times and the loop's allowance "
+                                 f"({seen.get('allowance_per_call_ms', '?')} ms a call) explain, on fresh rounds "
+                                 f"again: {rounds or 'no figures kept'}; the times were not those of the calls")
     if WORK_OUTSIDE_EVENTS in measurement.flags:
         return Status.HIDDEN_WORK, ("CUPTI saw the call's own kernels or copies (on some stream) run outside its "
                                     "timing events, or land between timed calls: the events did not time all its work")

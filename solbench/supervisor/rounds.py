@@ -13,7 +13,8 @@ import time
 from solbench.core.model import Measurement
 from solbench.core.policy import TimingPolicy, round_calls
 from solbench.supervisor.python_worker import Worker, WorkerFailure
-from solbench.supervisor.audit import CLOCK_CONFIRM_ROUNDS, CLOCK_GAP, TimedCopies, clock_gap, clock_rounds
+from solbench.supervisor.audit import (CLOCK_CONFIRM_ROUNDS, CLOCK_CONFIRM_TRIES, CLOCK_GAP, TimedCopies,
+                                      clock_outliers, clock_rounds, outside_per_call, unexplained_ms)
 from solbench.supervisor.cupti_verdict import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
 from solbench.supervisor.trace import trace, trace_clock, trace_rounds
 
@@ -46,6 +47,36 @@ def _process_kind(worker) -> str:
     """'native' for the native runner, 'python' for a Python host."""
     spec = getattr(worker, "spec", None)
     return "native" if getattr(spec, "kind", "") == "cu" and getattr(spec, "runner", "") == "native" else "python"
+
+
+def _supervisor_telemetry(worker):
+    """A TelemetrySampler of this process around a Python host's round (the native worker's side already keeps
+    one): the worker's own telemetry is the candidate's to write, and a round it called throttled was taken
+    again. A null context on a CPU run or for the native runner."""
+    import contextlib
+
+    device = str(getattr(worker, "device", "cpu"))
+    if _process_kind(worker) == "native" or not device.startswith("cuda"):
+        return contextlib.nullcontext()
+    from solbench.gpu.telemetry import TelemetrySampler
+
+    index = int(device.split(":")[1]) if ":" in device else _current_device()
+    return TelemetrySampler(index)
+
+
+def _current_device() -> int:
+    import torch
+
+    return torch.cuda.current_device()
+
+
+def _clock_evidence(rounds, clocked, yardstick, cover_ms: float) -> dict:
+    """The numbers behind a clock flag, for its reason: the worst round out of bound in each batch."""
+    outside = outside_per_call([(w, d, c) for n in yardstick for w, _, d, c, _ in clocked[n]])
+    return {"allowance_per_call_ms": round(outside + cover_ms, 4),
+            "rounds": [{"wall_ms": round(w, 3), "device_ms": round(d, 3), "calls": c,
+                        "unexplained_ms": round(unexplained_ms(w, d, c, outside + cover_ms), 3)}
+                       for w, _, d, c, _ in rounds]}
 
 
 class TimingFailure(WorkerFailure):
@@ -96,7 +127,8 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             prepared = time.perf_counter()
             copies.before_round(part)
             sent = time.perf_counter()
-            reply = ask(name, "round", {"order": part})
+            with _supervisor_telemetry(workers[name]) as sampler:
+                reply = ask(name, "round", {"order": part})
             returned = time.perf_counter()
             took_ms = (returned - sent) * 1e3  # before the checks below: their time is the supervisor's
             if why := round_problem(reply, len(part)):
@@ -109,47 +141,55 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
                 own = getattr(workers[name], "last_request_ms", None)
                 wall += own if own is not None else took_ms
             copies.after_round(part, r)
+            if sampler is not None:  # throttling and clocks as the supervisor read them, not the worker's word
+                reply["telemetry"] = {**reply["telemetry"], **sampler.summary()}
+            elif _process_kind(workers[name]) == "python":  # nothing read here (a CPU run): nothing to retake
+                reply["telemetry"] = {**reply["telemetry"], "throttled": False, "power_capped": False}
             parts.append(reply)
             spend = spent[name]
             spend[0] += sent - prepared
             spend[1] += returned - sent
             spend[2] += sum(reply["device_ms"]) / 1e3
             spend[3] += time.perf_counter() - returned
-        clocked[name].append((wall, host, len(order), between))  # the whole round, as the comparators' rounds
+        device = sum(sum(p["device_ms"]) for p in parts)
+        clocked[name].append((wall, host, device, len(order), between))  # the whole round, as the comparators' rounds
         return _joined(parts)
 
     t = time.perf_counter()
     for name in workers:
         ask(name, "warm_up")  # it sees the same contents many times: each round refreshes what it calls first
     t = trace("warm-up", t)
-    samples = {n: [] for n in workers}
-    host = {n: [] for n in workers}
+    rounds = {n: [] for n in workers}  # per round: (device_ms, host_ms) as reported
     flags = {n: set() for n in workers}
     telemetry = {n: {} for n in workers}
-    per_round = {n: [] for n in workers}
     spent = {n: [0.0] * 4 for n in workers}  # seconds preparing, requesting (of which device), auditing (trace)
-    clocked = {n: [] for n in workers}  # per round: (wall_ms on this process's clock, reported host_ms, calls,
-    #                                      the native runner's reported time between calls, 0 for a Python host)
+    clocked = {n: [] for n in workers}  # per round: (wall_ms on this process's clock, reported host_ms, reported
+    #                                     device_ms, calls, the native runner's reported time between calls)
     calls = {n: policy.round_samples for n in workers}  # a round's calls per implementation (round_calls)
-    start = time.perf_counter()
-    for r in range(policy.max_rounds):
+
+    def one_round(r):
         for name in round_order(list(workers), r):
             reply = timed_round(name, r)
             if policy.retake_throttled and reply["telemetry"].get("throttled"):
                 flags[name].add("throttled_retaken")
                 flags[name].update(set(reply["flags"]) & EVIDENCE)  # its times are dropped, not what CUPTI saw
+                clocked[name].pop()  # the retake stands for the round, on the clock too
                 reply = timed_round(name, r)
             if reply["telemetry"].get("power_capped"):
                 flags[name].add("power_capped")
-            samples[name] += reply["device_ms"]
-            host[name] += reply["host_ms"]
+            rounds[name].append((reply["device_ms"], reply["host_ms"]))
             flags[name].update(reply["flags"])
             telemetry[name] = checked_telemetry(reply["telemetry"])
-            per_round[name].append(median(reply["device_ms"]))
             if r == 0:
-                calls[name] = round_calls(policy, per_round[name][0])
+                calls[name] = round_calls(policy, median(reply["device_ms"]))
+
+    start = time.perf_counter()
+    for r in range(policy.max_rounds):
+        one_round(r)
         # Tight enough when every median is, or when every per-round ratio against the candidate is:
         # drift shared by all implementations (power cap, clocks) widens the former but cancels in the latter.
+        per_round = {n: [median(d) for d, _ in rounds[n]] for n in workers}
+        samples = {n: [x for d, _ in rounds[n] for x in d] for n in workers}
         ratio_rounds = [[c / t for c, t in zip(per_round[n], per_round["candidate"])] for n in workers if n != "candidate"]
         tight = (all(rel_ci_halfwidth(s) < policy.target_rel_ci for s in samples.values())
                  or (ratio_rounds and all(rel_ci_halfwidth(r) < policy.target_rel_ci for r in ratio_rounds)))
@@ -159,23 +199,47 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             break
     t = trace(f"rounds ({r + 1})", t)
     trace_rounds(spent)
-    # The loop's own cost per call differs between the native runner and the Python host: the yardstick is
-    # the comparators timed in the candidate's kind of process, where there are any.
+    # The clock check: every round of the candidate's is held to what the supervisor's clock saw (audit.
+    # clock_outliers), and a round out of its bound is never scored, whatever else happens. A loaded host stalls
+    # a round at random; a worker that reports its calls short does it in the rounds it forges. So rounds out of
+    # bound are taken again on fresh rounds: half of those out of bound too, CLOCK_CONFIRM_TRIES times over, and
+    # the candidate is flagged. A forger of fewer rounds gains nothing: its forged rounds are dropped.
     kind = _process_kind(workers["candidate"])
     same = [n for n in workers if n != "candidate" and _process_kind(workers[n]) == kind]
-    yardstick = same or [n for n in workers if n != "candidate"]
-    trace_clock(clocked)
+    yardstick = same or [n for n in workers if n != "candidate"]  # the loop's cost differs between the hosts
     claims_between = kind == "native" and not same  # no trusted native runner beside a native candidate
-    if clock_gap(*clock_rounds(clocked, yardstick, claims_between)):
-        # A loaded host stalls some rounds at random; a worker that reports its calls short does it in every
-        # round. So a gap counts only when it holds again on fresh rounds, taken for this check alone.
-        clocked = {n: [] for n in workers}
-        for r2 in range(r + 1, r + 1 + CLOCK_CONFIRM_ROUNDS):
-            for name in round_order(list(workers), r2):
-                flags[name].update(set(timed_round(name, r2)["flags"]) & EVIDENCE)
-        if clock_gap(*clock_rounds(clocked, yardstick, claims_between)):
+    cover_ms = policy.launch_cover_ms if str(getattr(workers["candidate"], "device", "cpu")).startswith("cuda") else 0.0
+    trace_clock(clocked)
+
+    def out_of_bound(first: int = 0) -> list[int]:
+        cand, trusted = clock_rounds(clocked, yardstick, claims_between)
+        return [i for i in clock_outliers(cand, trusted, cover_ms) if i >= first]
+
+    if found := out_of_bound():
+        evidence = [max((clocked["candidate"][i] for i in found), key=lambda x: x[0] - x[2])]
+        for _ in range(CLOCK_CONFIRM_TRIES):
+            first = r + 1
+            for r in range(first, first + CLOCK_CONFIRM_ROUNDS):
+                one_round(r)
+            late = out_of_bound(first)
+            if 2 * len(late) < CLOCK_CONFIRM_ROUNDS:
+                break
+            evidence.append(max((clocked["candidate"][i] for i in late), key=lambda x: x[0] - x[2]))
+        else:
             flags["candidate"].add(CLOCK_GAP)
-        t = trace(f"clock check rounds ({CLOCK_CONFIRM_ROUNDS})", t)
+            telemetry["candidate"] = {**telemetry["candidate"], "clock_check": _clock_evidence(
+                evidence, clocked, yardstick, cover_ms)}
+        t = trace(f"clock check rounds (to {r + 1}, after {len(found)} out of bound)", t)
+    dropped = set(out_of_bound())
+    cand_rounds, trusted_rounds = clock_rounds(clocked, yardstick, claims_between)
+    if trusted_rounds:  # what the bound saw, kept with the times: the forgery bound is read off these
+        telemetry["candidate"] = {**telemetry["candidate"], "clock_rounds": {
+            "yardstick": yardstick, "allowance_per_call_ms": round(outside_per_call(trusted_rounds) + cover_ms, 4),
+            "rounds": [[round(w, 4), round(d, 4), c] for w, d, c in cand_rounds], "dropped": sorted(dropped)}}
+    scored = [i for i in range(len(rounds["candidate"])) if i not in dropped] or list(range(len(rounds["candidate"])))
+    samples = {n: [x for i in scored for x in rounds[n][i][0]] for n in workers}
+    host = {n: [x for i in scored for x in rounds[n][i][1]] for n in workers}
+    per_round = {n: [median(rounds[n][i][0]) for i in scored] for n in workers}
     # The candidate's launcher A/B only: the comparators' was recorded and never read, and took ~0.2 s per
     # comparator and scenario on the H200 (benchmarks/trace_summary.py); it runs after the rounds, so no ratio moves.
     splits = {"candidate": ask("candidate", "launcher_split")} if policy.launcher_ab else {}

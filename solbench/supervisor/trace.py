@@ -39,13 +39,13 @@ def trace_rounds(spent: dict) -> None:
 
 
 def trace_clock(clocked: dict) -> None:
-    """With SOLBENCH_TRACE set, each implementation's time per call that its reported times leave unexplained
+    """With SOLBENCH_TRACE set, each implementation's time per call that its reported device times leave unexplained
     on the supervisor's clock (the clock check's figure, audit.clock_gap), to see a yardstick that misfits."""
     if not TRACE:
         return
     import statistics
 
-    parts = [f"{n} {statistics.median((w - h - b) / max(1, c) for w, h, c, b in rounds):.3f}"
-             f" (runner between calls {statistics.median(b / max(1, c) for _, _, c, b in rounds):.3f})"
+    parts = [f"{n} {statistics.median((w - d) / max(1, c) for w, _, d, c, _ in rounds):.3f}"
+             f" (runner between calls {statistics.median(b / max(1, c) for _, _, _, c, b in rounds):.3f})"
              for n, rounds in clocked.items() if rounds]
     _emit("[solbench clock] unexplained ms per call: " + ", ".join(parts))

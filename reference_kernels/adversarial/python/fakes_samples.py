@@ -3,7 +3,7 @@ the timer builds its results with (not one of the watched functions), so every r
 of the real one. The supervisor times each round on its own clock and compares with what was reported
 (needs a trusted comparator, such as the seed, to know the loop's own overhead).
 
-expect: hidden_work (with the seed beside it; see tests/test_trust_cpu.py)
+expect: tampered (with the seed beside it; see tests/test_trust_cpu.py)
 """
 
 import time
