@@ -66,10 +66,12 @@ def run(args) -> int:
     from solbench.core.errors import ConfigError
     from solbench.front.selection import selected
 
-    if not args.candidate.startswith(runner.BASELINE_PREFIX) and not Path(args.candidate).exists():
-        raise ConfigError(f"{args.candidate}: no such file (a kernel .cu, a Python module file, or baseline:NAME)")
+    # What is wrong with the command line first: its options, the candidate's file, the suite; the GPU last.
     if args.arch and args.arch not in known_arches() + ("cpu",):
         raise ConfigError(f"unknown arch {args.arch!r}; known: {', '.join(known_arches() + ('cpu',))}")
+    policy = policy_value(args.quick, args.policy)
+    if not args.candidate.startswith(runner.BASELINE_PREFIX) and not Path(args.candidate).exists():
+        raise ConfigError(f"{args.candidate}: no such file (a kernel .cu, a Python module file, or baseline:NAME)")
     suite = selected(args.suite, args.filter, args.max_scenarios)
     device = runner.resolve_device(args.device)
     present = runner.gpu_arch() if device == "cuda" else None
@@ -87,7 +89,7 @@ def run(args) -> int:
     config = runner.RunConfig(
         candidate=args.candidate, suite=args.suite, arch=args.arch, device=device,
         baselines=baselines_value(args.baselines), seed=seed_value(args.seed),
-        policy=policy_value(args.quick, args.policy), out_dir=folder, timeout_s=args.timeout,
+        policy=policy, out_dir=folder, timeout_s=args.timeout,
         resume=resume, retry_errors=args.retry_errors, filter=args.filter, max_scenarios=args.max_scenarios,
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib), runner=args.runner,
         seed_runner=args.seed_runner, gpus=args.gpus, executor=args.executor, ray_address=args.ray_address, workers=args.workers,
