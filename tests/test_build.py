@@ -11,7 +11,7 @@ import pytest
 from solbench.build import nvcc as build_mod
 from solbench.build.binary_check import check_binary
 from solbench.build.nvcc import BuildResult, build, compile_error_message, local_headers, parse_ptxas, resolve_arch
-from solbench.front.cli import main
+from solbench.front.cli import build_parser, main
 from solbench.core.errors import BuildError, ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,6 +131,20 @@ def test_arch_table():
     assert resolve_arch("h200") == ("h200", "sm_90a")
     assert resolve_arch("b200") == ("b200", "sm_100a")
     assert resolve_arch("sm_120a") == ("sm_120a", "sm_120a")
+
+
+def test_build_takes_every_arch_run_and_roofline_take(capsys):
+    """build --arch took h100, h200, b200 and rtx3080 while run and roofline took every spec file (h100_pcie,
+    rtx3080_12gb, ...): one list now, each arch built for its spec file's nvcc target."""
+    from solbench.core.archspec import known_arches, load_arch
+
+    assert {"h100_pcie", "rtx3080_12gb", "rtx3080ti"} <= set(known_arches())
+    for arch in known_arches():
+        assert resolve_arch(arch) == (arch, load_arch(arch).sm_arch)
+    assert build_parser().parse_args(["build", str(SEED), "--arch", "h100_pcie"]).arch == "h100_pcie"
+    assert main(["build", str(SEED), "--arch", "a100"]) == ConfigError.exit_code
+    err = capsys.readouterr().err
+    assert "unknown arch 'a100'; known arches: " + ", ".join(known_arches()) in err
 
 
 def test_auto_without_gpu_is_a_config_error(monkeypatch):

@@ -4,6 +4,7 @@ are listed once (top level) and match the typed errors, and the arch defaults sa
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from solbench.core.errors import SolbenchError
 from solbench.front import cli
 
 COMMANDS = dict(cli._available_commands())
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def help_text(capsys, *argv: str) -> str:
@@ -86,3 +88,27 @@ def test_roofline_and_baselines_say_their_real_arch_default(capsys, monkeypatch)
     assert baselines._arch(args, load_suite("hopper"), None)[0] == load_suite("hopper").arch
     assert baselines._arch(args, load_suite("smoke"), None)[0] == (load_suite("smoke").arch or baselines.DEFAULT_ARCH)
     assert baselines._arch(args, load_suite("hopper"), "h100")[0] == "h100"
+
+
+
+def _checkout_paths_the_wheel_carries() -> list[str]:
+    """The package-data globs of pyproject.toml under solbench/data/, as paths of a checkout (each folder
+    there links to the top-level one of the same name)."""
+    import re
+
+    text = (ROOT / "pyproject.toml").read_text()
+    block = text[text.index("[tool.setuptools.package-data]"):]
+    return [p[len("data/"):] for p in re.findall(r'"(data/[^"]+)"', block)]
+
+
+def test_every_file_an_example_names_ships_with_solbench(capsys):
+    """An example pointed at reports/reference/..., which the wheel does not carry: every path an example
+    names that is a file of the checkout is one the wheel ships (and --help says where to find it)."""
+    import fnmatch
+
+    shipped = _checkout_paths_the_wheel_carries()
+    texts = [help_text(capsys)] + [module.EXAMPLES for module in COMMANDS.values()]
+    named = {arg for text in texts for argv in examples(text) for arg in argv if (ROOT / arg).is_file()}
+    assert {"reference_kernels/torch_attention.py", "baselines/h200/hopper.json"} <= named
+    assert [p for p in sorted(named) if not any(fnmatch.fnmatch(p, glob) for glob in shipped)] == []
+    assert "solbench info --paths" in " ".join(help_text(capsys).split())

@@ -1,6 +1,7 @@
 """The pages people open, laid out in headless Chromium: the hopper summary.html of the committed H200 run
-and the leaderboard of the recorded runs. Tables come first and fit the window, the hundreds of declined
-(scenario, comparator) pairs are one collapsed count, tables sort, and every implementation has one colour
+and the leaderboard of the recorded runs. The verdict and the charts come first, tables fit the window, the
+long gap and triage tables and the hundreds of declined (scenario, comparator) pairs are folded away, tables
+sort, and every implementation has one colour
 in the legend, the tables and the charts of every board. Screenshots are kept in pytest's temporary
 folder (the path is printed). Skips where no Chromium is installed (`.ci/run` installs Debian's).
 """
@@ -81,18 +82,20 @@ def assert_not_blank(shot, size) -> None:
     assert len(colors) > 50 and max(n for n, _ in colors) < 0.97 * size[0] * size[1]
 
 
-def test_summary_opens_with_its_tables_and_fits(browser, hopper_summary, shots, tmp_path):
+def test_summary_opens_with_its_verdict_and_charts_and_fits(browser, hopper_summary, shots, tmp_path):
     shot = headless.screenshot(browser, hopper_summary, shots / "hopper-summary.png", *WINDOW)
     assert_not_blank(shot, WINDOW)
     layout = headless.layout(browser, hopper_summary, tmp_path, *WINDOW)
     screen = layout["viewport"][1]
     tables = {t["id"]: t for t in layout["tables"]}
-    assert list(tables) == ["scenarios", "gap", "triage"]  # the declined pairs' table is folded away
-    assert tables["scenarios"]["top"] < screen / 2, "the per-scenario table is not on the first screen"
-    (declined,) = layout["details"]
-    assert declined["id"] == "declined" and not declined["open"] and declined["top"] > tables["triage"]["bottom"]
-    assert [i["id"] for i in layout["images"]] == ["chart-roofline", "chart-sol"]
-    assert all(i["natural_width"] > 0 and i["top"] > declined["bottom"] for i in layout["images"])
+    assert list(tables) == ["scenarios"]  # the gap, triage and declined-pairs tables are folded away
+    details = {d["id"]: d for d in layout["details"]}
+    assert list(details) == ["gap-details", "triage-details", "declined"]
+    assert not any(d["open"] for d in details.values()) and details["gap-details"]["top"] > tables["scenarios"]["bottom"]
+    images = layout["images"]
+    assert [i["id"] for i in images] == ["chart-roofline", "chart-sol"]
+    assert images[0]["top"] < screen / 2, "the first chart is not on the first screen"
+    assert all(i["natural_width"] > 0 and i["bottom"] < tables["scenarios"]["top"] for i in images)
     assert_fits(layout)
     narrow = headless.layout(browser, hopper_summary, tmp_path, 1024, 768)
     assert narrow["scroll_width"] <= 1024  # a narrower window: still no sideways scroll of the page

@@ -201,7 +201,7 @@ def test_entries_judged_under_another_error_budget_are_not_ranked(capsys):
     import json
 
     assert cli.main(["leaderboard", "show", "--recorded", "--arch", "h200", "--suite", "fa3-h2h", "--json"]) == 0
-    (board,) = json.loads(capsys.readouterr().out)
+    (board,) = json.loads(capsys.readouterr().out)["boards"]
     assert board["baseline_run_id"] == "rec-fa3-h2h+vllm"
     assert [(s["entry"]["name"], s["rank"]) for s in board["ranked"]][0] == ("vllm-fa3", 1)
     apart = {s["entry"]["name"]: s["reason"] for s in board["apart"]}

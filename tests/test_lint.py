@@ -109,3 +109,28 @@ def test_the_table_numbers_the_suites_reasons(capsys):
     assert cli.main(["lint", "--suite", "hopper", "--filter=-d128-bf16-page64-causal-wl1023"]) == 0
     out = capsys.readouterr().out
     assert "[1] a window caps a long-context decode row" in out and "clean" in out.splitlines()[-1]
+
+
+def test_progress_goes_to_stderr_where_there_is_no_terminal(capsys):
+    """lint printed nothing for 15-76 s unless stderr was a terminal: a log or an agent's pipe now gets a line at
+    the start, one every few seconds and one at the end."""
+    assert cli.main(["lint", "--suite", "smoke", "--arch", "h200", "--max-scenarios", "2", "--json"]) in (0, 1)
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert lines[0] == "lint smoke on h200: 2 scenario(s)" and lines[-1].startswith("lint smoke on h200: 2/2 done in")
+    json.loads(captured.out)  # stdout still carries the one object
+
+
+def test_step_progress_says_where_it_is_every_few_seconds(monkeypatch):
+    import io
+
+    from solbench.front import progress
+
+    clock = iter([0.0, 1.0, 6.0, 7.0, 13.0, 20.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    out = io.StringIO()
+    with progress.StepProgress("lint x on h200", out, live=False) as step:
+        for i in range(5):
+            step(i, 5, f"s{i}")
+    assert out.getvalue().splitlines() == ["lint x on h200: 5 scenario(s)", "lint x on h200: 2/5 done, 6 s, ETA 9 s",
+                                           "lint x on h200: 4/5 done, 13 s, ETA 3 s", "lint x on h200: 5/5 done in 20.0 s"]

@@ -56,7 +56,7 @@ def test_table(fake_suite, capsys):
 
 def test_json(fake_suite, capsys):
     assert cli.main(["roofline", "--arch", "h200", "--suite", "x", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["scenarios"]
     assert [r["id"] for r in rows] == [s.id for s in SCENARIOS]
     spec = load_arch("h200")
     for row, sc in zip(rows, SCENARIOS):
@@ -69,7 +69,8 @@ def test_json(fake_suite, capsys):
 def test_fp8_on_rtx3080_is_skipped_with_a_note(fake_suite, capsys):
     assert cli.main(["roofline", "--arch", "rtx3080", "--suite", "x", "--json"]) == 0
     captured = capsys.readouterr()
-    assert len(json.loads(captured.out)) == 2
+    doc = json.loads(captured.out)
+    assert len(doc["scenarios"]) == 2 and doc["not_bounded"] == [SCENARIOS[2].id]
     assert "1 scenario(s) not bounded: rtx3080 has no fp8_e4m3 tensor cores" in captured.err
 
 
@@ -97,7 +98,9 @@ def test_measured(fake_suite, capsys, tmp_path, monkeypatch):
     assert "measured us" in capsys.readouterr().out  # headers whole
     assert cli.main(["roofline", "--arch", "h200", "--suite", "x", "--json", "--measured",
                      str(tmp_path / "measured" / "h200.toml")]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    rows = doc["scenarios"]
+    assert doc["measured_profile"] == {"gpu": "NVIDIA H200", "date": "2026-01-01"}
     assert rows[1]["launch_bound"] is True and rows[0]["launch_bound"] is False
 
 
@@ -106,6 +109,6 @@ def test_real_blackwell_suite(capsys):
     if "blackwell" not in suites.available_suites():
         pytest.skip("no blackwell suite")
     assert cli.main(["roofline", "--arch", "b200", "--suite", "blackwell", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["scenarios"]
     assert len(rows) == len(suites.load_suite("blackwell").scenarios)
     assert all(r["bound_ms"] > 0 and r["limit"] in ("compute", "memory") for r in rows)

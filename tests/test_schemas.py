@@ -134,14 +134,38 @@ def cpu_runs(tmp_path_factory):
     return out
 
 
+def strict_loads(text: str):
+    """json.loads rejecting NaN and Infinity, as strict parsers (JavaScript's JSON.parse, Go, serde) do."""
+    def reject(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=reject)
+
+
 def test_a_cpu_run_validates_results_and_summary(cpu_runs):
     for name, expected in (("good", 0), ("wrong", 1)):
         code, folder = cpu_runs[name]
         assert code == expected
-        assert_valid(json.loads((folder / "results.json").read_text()), "run")
-        summary = json.loads((folder / "stdout.json").read_text())
+        assert_valid(strict_loads((folder / "results.json").read_text()), "run")
+        summary = strict_loads((folder / "stdout.json").read_text())
         assert_valid(summary, "summary")
         assert summary["ok"] is True and summary["exit_code"] == expected
+
+
+def test_quick_noise_is_null_not_infinity(cpu_runs):
+    """--quick takes fewer samples than a 95 % CI of the median needs (6): its noise is null, never Infinity
+    (which `run --json` printed, and a strict parser rejects), and "-" in results.csv."""
+    from solbench.core.stats import min_samples_for_ci
+
+    folder = cpu_runs["good"][1]
+    samples = {o["scenario_id"]: len(o["measurements"]["candidate"]["samples_ms"])
+               for o in json.loads((folder / "results.json").read_text())["outcomes"]}
+    rows = strict_loads((folder / "stdout.json").read_text())["per_scenario"]
+    assert any(n < min_samples_for_ci() for n in samples.values())
+    for row in rows:
+        few = samples[row["scenario"]] < min_samples_for_ci()
+        assert (row["noise_pct"] is None) if few else (row["noise_pct"] >= 0), row
+    assert "inf" not in (folder / "results.csv").read_text()
 
 
 def test_report_and_check_json_validate(cpu_runs, capsys):

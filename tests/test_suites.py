@@ -31,7 +31,7 @@ def _by_regime(scs):
 @pytest.mark.parametrize("name", ["hopper", "blackwell"])
 def test_new_grids_span_head_dims_masks_and_features(name, capsys):
     assert cli.main(["scenarios", "--suite", name, "--json"]) == 0
-    scs = json.loads(capsys.readouterr().out)
+    scs = json.loads(capsys.readouterr().out)["scenarios"]
     assert len(scs) == 182 and len({s["id"] for s in scs}) == 182
     dims = {(s["head_dim_qk"], s["head_dim_v"]) for s in scs}
     assert dims == {(64, 64), (96, 96), (128, 128), (192, 128), (256, 256)}

@@ -1,4 +1,5 @@
-"""Terminal output fits 120 columns on the real suites and the committed results; --wide prints it whole."""
+"""Terminal output fits the terminal (120 columns without one) on the real suites and the committed results, at
+80 columns too; --wide prints it whole."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from recorded import HOPPER_RUN, ROOT, recorded_boards
 from solbench.core.suites import available_suites
 from solbench.front.cli import main
-from solbench.report.terminal import WIDTH, break_text, fit_lines, fit_table
+from solbench.report.terminal import WIDTH, break_text, fit_lines, fit_table, terminal_width
 
 REFERENCE_RUNS = sorted((ROOT / "reports" / "reference" / "h200-seed").glob("*.json"))
 
@@ -15,6 +16,7 @@ REFERENCE_RUNS = sorted((ROOT / "reports" / "reference" / "h200-seed").glob("*.j
 @pytest.fixture(autouse=True)
 def repo_cwd(monkeypatch):
     monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", str(WIDTH))  # the width these tests assume, whatever runs them
 
 
 def widest(text: str) -> int:
@@ -102,3 +104,61 @@ def test_leaderboard_boards_fit():
     text = render(boards)
     assert widest(text) <= WIDTH and "not ranked:" in text  # reasons of 100-200 characters, wrapped
     assert widest(render(boards, wide=True)) > WIDTH  # --wide: every row whole, one line
+
+
+def test_the_width_is_the_terminals_else_120(monkeypatch):
+    import os
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert terminal_width() == 80
+    monkeypatch.delenv("COLUMNS")
+
+    def no_terminal(fd=None):
+        raise OSError("not a terminal")
+
+    monkeypatch.setattr(os, "get_terminal_size", no_terminal)  # a pipe, a file, CI
+    assert terminal_width() == WIDTH
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", str(HOPPER_RUN)], ["report", str(ROOT / "baselines" / "h200" / "real.json")],
+    ["scenarios", "--suite", "hopper"], ["roofline", "--arch", "h200", "--suite", "hopper", "--measured"],
+    ["baselines", "--suite", "hopper", "--arch", "h200"], ["lint", "--suite", "smoke", "--arch", "h200"],
+    ["triage", str(ROOT / "baselines" / "h200" / "real.json")],
+], ids=lambda argv: argv[0])
+def test_at_80_columns_no_line_wraps(capsys, monkeypatch, argv):
+    """At 80 columns every row used to wrap over 2-3 lines: tables were fitted to 120 whatever the terminal."""
+    monkeypatch.setenv("COLUMNS", "80")
+    main(argv)
+    out = capsys.readouterr().out
+    assert widest(out) <= 80 and len(out.splitlines()) > 3
+
+
+def test_at_80_columns_the_leaderboard_fits(monkeypatch):
+    from solbench.leaderboard.text import render
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert widest(render(recorded_boards())) <= 80
+
+
+def test_triage_text_shortens_kernel_names_unless_wide(capsys):
+    real = str(ROOT / "baselines" / "h200" / "real.json")
+    short = printed(capsys, "triage", real)
+    whole = printed(capsys, "triage", real, "--wide")
+    assert "cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<…>>>" in short
+    assert "cute::tuple<cute::C<1>" in whole and "cute::tuple<cute::C<1>" not in short
+    assert widest(short) <= WIDTH < widest(whole)
+
+
+def test_the_leaderboard_says_what_its_drift_column_is(monkeypatch):
+    """The `drift` column was explained nowhere: it is `baseline drift`, and a legend under each table says what."""
+    from solbench.leaderboard import html
+    from solbench.leaderboard.text import DRIFT_LEGEND, render
+
+    boards = recorded_boards()
+    text = render(boards, wide=True)
+    assert "baseline drift" in text.splitlines()[2 + bool(boards[0].note)]
+    assert text.count(DRIFT_LEGEND) == len([b for b in boards if b.ranked])
+    assert " ".join(DRIFT_LEGEND.split()) in " ".join(render(boards).split())  # fitted, it wraps
+    monkeypatch.setattr(html, "_chart", lambda b, board: "")
+    assert "Baseline drift: how far this entry" in html.render_board(0, boards[0])

@@ -21,10 +21,9 @@ from pathlib import Path
 
 from solbench import abi
 from solbench.build.binary_check import demangle
+from solbench.core.archspec import known_arches, load_arch
 from solbench.core.errors import BuildError, ConfigError
 
-ARCH_TARGETS = {"h100": "sm_90a", "h200": "sm_90a", "b200": "sm_100a", "rtx3080": "sm_86"}
-"""--arch name -> the SASS target nvcc builds (arch-specific 'a' targets unlock wgmma / tcgen05)."""
 BASE_FLAGS = ("-O3", "-lineinfo", "-shared", "-Xcompiler", "-fPIC", "--std=c++17", "-Xptxas", "-v")
 COMPILE_TIMEOUT_S = 900.0
 _KEY_SALT = b"solbench-build-v1\0"  # bump to invalidate every cached build
@@ -89,18 +88,19 @@ def cache_root(cache_dir=None) -> Path:
 
 
 def resolve_arch(arch: str) -> tuple[str, str]:
-    """(arch name, nvcc sm target) for an --arch value: a known name, 'auto', or a raw 'sm_XX[a]'."""
-    if arch in ARCH_TARGETS:
-        return arch, ARCH_TARGETS[arch]
+    """(arch name, nvcc sm target) for an --arch value: an arch with a spec file (the one list `run` and
+    `roofline` take; its `sm_arch` is the target), 'auto', or a raw 'sm_XX[a]'."""
+    if arch in known_arches():
+        return arch, load_arch(arch).sm_arch
     if re.fullmatch(r"sm_\d+[af]?", arch or ""):
         return arch, arch
     if arch == "auto":
         found = detect_gpu()
         if found is None:
             raise ConfigError("--arch auto: no NVIDIA GPU found (torch.cuda, nvidia-smi); pass --arch "
-                              + "|".join(ARCH_TARGETS))
+                              + "|".join(known_arches()))
         return found
-    raise ConfigError(f"unknown arch {arch!r}; choose one of {', '.join(ARCH_TARGETS)}, auto, or sm_XX")
+    raise ConfigError(f"unknown arch {arch!r}; known arches: {', '.join(known_arches())}, auto, or an nvcc target sm_XX")
 
 
 def detect_gpu() -> tuple[str, str] | None:
@@ -124,7 +124,7 @@ def detect_gpu() -> tuple[str, str] | None:
         return None
     sm = f"sm_{cap[0]}{cap[1]}" + ("a" if cap[0] >= 9 else "")
     for label, needle in (("h100", "H100"), ("h200", "H200"), ("b200", "B200"), ("rtx3080", "3080")):
-        if needle in name and ARCH_TARGETS[label] == sm:
+        if needle in name and load_arch(label).sm_arch == sm:
             return label, sm
     return sm, sm
 
@@ -180,7 +180,7 @@ def cache_key(source: Path, headers, flags, nvcc_version: str) -> str:
 
 
 def build(source, arch: str, extra_flags=(), include_dirs=(), cache_dir=None) -> BuildResult:
-    """Build `source` for `arch` (see ARCH_TARGETS, or 'auto'), or fetch it from the cache.
+    """Build `source` for `arch` (see resolve_arch), or fetch it from the cache.
 
     Raises BuildError (the compiler's first error lines, file:line first) when it does not compile,
     ConfigError for an unknown arch or a missing source file.

@@ -3,10 +3,11 @@ and how much of a suite it covers on an arch. Works with none installed (nothing
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
-from solbench.core.options import ARCH, ARCHES, SUITE, WIDE, add_to_parser
+from solbench import schemas
+
+from solbench.core.options import ARCH, SUITE, WIDE, add_to_parser
 from solbench.core.paths import BASELINES_DIR
 
 HELP = "list the baseline libraries: installed version, available or why not, scenarios of a suite covered"
@@ -19,10 +20,13 @@ solbench baselines --arch h200 --markdown hopper,fa3-h2h,rtx3080-mask,real   # t
 
 
 def add_arguments(parser) -> None:
-    arch = replace(ARCH, help=f"arch whose support to count ({', '.join(ARCHES)}); default: the GPU present, "
+    from solbench.core.archspec import known_arches
+
+    arch = replace(ARCH, help=f"arch whose support to count ({', '.join(known_arches())}); default: the GPU present, "
                    f"else the suite's own arch, else {DEFAULT_ARCH}")
     add_to_parser(parser, (SUITE, arch, WIDE))
-    parser.add_argument("--json", action="store_true", help="print one JSON object (libraries and per-scenario coverage)")
+    parser.add_argument("--json", action="store_true", help=f"print one JSON object ({schemas.BASELINES}: libraries and "
+                        "per-scenario coverage)")
     parser.add_argument("--markdown", metavar="SUITES", help="print the coverage table of these comma-separated suites "
                         "as Markdown (the README's), with every scenario group no baseline covers and why")
 
@@ -65,9 +69,10 @@ def run(args) -> int:
             "top_reasons": [{"reason": r, "count": c} for r, c in cov.top_reasons],
         })
     if args.json:
-        print(json.dumps({"suite": suite.name, "arch": arch, "libraries": libraries,
-                          "uncovered": [{"id": r.scenario_id, "reasons": dict(r.reasons)} for r in table.uncovered()],
-                          "scenarios": table.to_dict()["scenarios"]}, indent=1))
+        print(schemas.dumps({"schema": schemas.BASELINES, "ok": True, "suite": suite.name, "arch": arch,
+                             "arch_chosen": where, "libraries": libraries,
+                             "uncovered": [{"id": r.scenario_id, "reasons": dict(r.reasons)} for r in table.uncovered()],
+                             "scenarios": table.to_dict()["scenarios"]}))
         return 0
     rows = []
     for lib in libraries:
@@ -76,7 +81,7 @@ def run(args) -> int:
         rows.append({"baseline": lib["name"], "extra": f"solbench[{lib['package']}]", "version": lib["version"] or "-",
                      "available": available, "supports": f"{lib['supported']}/{lib['total']}",
                      "top reasons (count)": why})
-    print(fit_table(rows, wrap={"top reasons (count)": 30}, wide=args.wide))
+    print(fit_table(rows, wrap={"top reasons (count)": 30}, optional=("version", "extra"), wide=args.wide))
     missing = [lib for lib in libraries if not lib["available"]]
     if missing:
         extras = sorted({lib["package"] for lib in missing})

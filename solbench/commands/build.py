@@ -8,8 +8,9 @@ saying which symbol; with --json the error is then the one object printed.
 
 from __future__ import annotations
 
-import json
 import re
+
+from solbench import schemas
 
 HELP = "compile a kernel .cu with nvcc (cached), show per-kernel registers/smem/spills and the library check"
 EXAMPLES = """\
@@ -20,11 +21,12 @@ solbench build kernel.cu --arch b200 --flag=-DTILE=128 --json
 
 def add_arguments(parser) -> None:
     from solbench.build.binary_check import FORBIDDEN_LIBRARIES
-    from solbench.core.options import ARCHES
+    from solbench.core.archspec import known_arches
 
     parser.add_argument("kernel", metavar="KERNEL.cu", help="the candidate source (includes solbench_attention.h)")
-    parser.add_argument("--arch", required=True, choices=(*ARCHES, "auto"),
-                        help="target GPU: h100/h200 (sm_90a), b200 (sm_100a), rtx3080 (sm_86), auto (the GPU present)")
+    parser.add_argument("--arch", required=True, metavar="ARCH",
+                        help=f"target GPU, as for run and roofline ({', '.join(known_arches())}: each spec file's "
+                        "nvcc target), auto (the GPU present) or an nvcc target sm_XX[a]")
     parser.add_argument("--flag", action="append", default=[], metavar="F",
                         help="extra nvcc flag, repeatable (e.g. --flag=-DTILE=128 --flag=--use_fast_math)")
     parser.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
@@ -32,7 +34,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allow-lib", action="append", default=[], choices=FORBIDDEN_LIBRARIES, metavar="NAME",
                         help=f"permit a forbidden library, repeatable: {', '.join(FORBIDDEN_LIBRARIES)}")
     parser.add_argument("--json", action="store_true",
-                        help="print one JSON object: the build (path, flags, hashes, kernels) and the library report")
+                        help=f"print one JSON object ({schemas.BUILD}): the build (path, flags, hashes, kernels) and the "
+                        "library report")
 
 
 def run(args) -> int:
@@ -50,7 +53,7 @@ def run(args) -> int:
                           "findings": [vars(f) for f in report.findings],
                           "allowed_findings": [vars(f) for f in report.allowed_findings],
                           "missing_tools": list(report.missing_tools)}
-        print(json.dumps(d, indent=1))
+        print(schemas.dumps({"schema": schemas.BUILD, "ok": True, **d}))
         return 0
     how = "from cache" if result.cache_hit else "compiled"
     print(f"{result.so_path}")

@@ -7,9 +7,6 @@ asked-for clause nothing could be evaluated for). With --json, stdout is one JSO
 
 from __future__ import annotations
 
-import json
-import sys
-
 from solbench import schemas
 from solbench.core.options import CHECK_OPTIONS, add_to_parser
 
@@ -41,8 +38,7 @@ def run(args) -> int:
     base = load_run(args.against) if args.against else None
     report = evaluate(results, base, criteria)
     if args.json:
-        json.dump(report.to_dict(), sys.stdout, indent=1)
-        print()
+        print(schemas.dumps(report.to_dict()))
     else:
         print("\n".join(render_lines(report)))
     return report.exit_code

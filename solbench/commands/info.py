@@ -7,9 +7,10 @@ site-packages alike. Without --paths the environment (Python, torch, nvcc, GPU) 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+
+from solbench import schemas
 
 EXAMPLES = """\
 solbench info --paths                      # the ABI header to #include, suites, seeds, arch specs, ...
@@ -22,13 +23,13 @@ HELP = "print solbench's version and where its shipped data lies (ABI header, su
 
 def add_arguments(parser) -> None:
     parser.add_argument("--paths", action="store_true", help="only the version and the paths (no probing of torch, nvcc or the GPU)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--json", action="store_true", help=f"print one JSON object ({schemas.INFO})")
 
 
 def run(args) -> int:
     doc = describe(with_environment=not args.paths)
     if args.json:
-        print(json.dumps(doc, indent=1))
+        print(schemas.dumps({"schema": schemas.INFO, "ok": True, **doc}))
         return 0
     from tabulate import tabulate
 

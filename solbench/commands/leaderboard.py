@@ -6,9 +6,9 @@ Without a store (no --db and no reports/leaderboard.sqlite here, as on a fresh c
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from solbench import schemas
 from solbench.core.options import WIDE, add_to_parser
 
 HELP = "a leaderboard of kernels: add runs, show the fair ranking, export a static web page"
@@ -55,7 +55,8 @@ def add_arguments(parser) -> None:
                      help="which implementation of the run: candidate (default), seed, or a baseline name such as fa3")
     show = with_selection(sub.add_parser("show", **action,
                                          help="print the ranking (one board per suite, arch and GPU)"))
-    show.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    show.add_argument("--json", action="store_true", help=f"print one JSON object ({schemas.LEADERBOARD}) instead "
+                      "of tables")
     show.add_argument("--markdown", action="store_true", help="print each board's ranking as a Markdown table "
                       "(the README's)")
     add_to_parser(show, (WIDE,))
@@ -90,10 +91,10 @@ def run(args) -> int:
         with Store(db, create=False) as store:
             boards = _boards(store.entries(args.suite, args.arch), args.baselines_dir)
     if args.action == "show":
-        from solbench.leaderboard.text import markdown, render
+        from solbench.leaderboard.text import document, markdown, render
 
         if args.json:
-            print(json.dumps([b.to_dict() for b in boards], indent=1))
+            print(schemas.dumps(document(boards)))
         else:
             print("\n\n".join(map(markdown, boards)) if args.markdown else render(boards, args.wide))
         return 0

@@ -12,7 +12,7 @@ JSON_SCHEMA = schemas.SUMMARY
 from solbench.core.options import WIDE, add_to_parser
 HELP = "re-render the reports of a results.json (works without a GPU)"
 EXAMPLES = """\
-solbench report reports/reference/h200-seed/hopper.json            # tables, no GPU needed
+solbench report baselines/h200/hopper.json              # a shipped recorded run (`solbench info --paths`); no GPU
 solbench report baselines/h200/hopper-d128.json --out /tmp/hopper       # also summary.md/.html, results.csv
 solbench report reports/RUN --format json                           # one JSON object, as run --json
 """
@@ -29,8 +29,6 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import tempfile
 
-    import json
-
     from solbench.report.summary import exit_code, summary_dict
     from solbench.report.tables import render_summary, write_reports
     from solbench.report.terminal import fit_lines, scenario_table
@@ -38,7 +36,7 @@ def run(args) -> int:
 
     result = load_run(args.results)
     if args.format == "json":
-        print(json.dumps(summary_dict(result, str(args.results)), indent=1))
+        print(schemas.dumps(summary_dict(result, str(args.results))))
         return exit_code(result)
     if args.format == "table":
         print(scenario_table(result, args.wide))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 
-from solbench.core.options import ARCH, ARCHES, FILTER, MAX_SCENARIOS, SUITE, WIDE, add_to_parser
+from solbench import schemas
+from solbench.core.options import ARCH, FILTER, MAX_SCENARIOS, SUITE, WIDE, add_to_parser
 
 HELP = "print each scenario's FLOPs, minimal bytes and speed-of-light bound on an arch (no GPU needed)"
 EXAMPLES = """\
@@ -17,20 +17,23 @@ solbench roofline --arch h200 --suite hopper --measured    # also against roofli
 
 
 def add_arguments(parser) -> None:
-    arch = replace(ARCH, help=f"arch whose peaks bound the scenarios ({', '.join(ARCHES)}); required")
+    from solbench.core.archspec import known_arches
+
+    arch = replace(ARCH, help=f"arch whose peaks bound the scenarios ({', '.join(known_arches())}); required")
     add_to_parser(parser, (SUITE, arch, FILTER, MAX_SCENARIOS, WIDE))
     parser.add_argument(
         "--measured", nargs="?", const="auto", default=None, metavar="PATH",
         help="also bound against measured ceilings: roofline/measured/<arch>.toml, or the profile at PATH",
     )
     parser.add_argument("--json", action="store_true",
-                        help="print a JSON list: one object per scenario with id, flops, bytes, bound_ms, limit, ...")
+                        help=f"print one JSON object ({schemas.ROOFLINE}): per scenario its id, flops, bytes, bound_ms, "
+                        "limit, ...")
 
 
 def run(args) -> int:
     from solbench.core.errors import ConfigError
     from solbench.core.roofline import bound, find_profile, known_arches, load_arch, load_profile
-    from solbench.core.suites import load_suite
+    from solbench.front.selection import selected
     from solbench.report.terminal import fit_lines
 
     if not args.arch:
@@ -43,7 +46,7 @@ def run(args) -> int:
             raise ConfigError(f"no measured profile for {spec.name}; run `solbench calibrate` on that GPU ({spec.gpu})")
     elif args.measured:
         profile = load_profile(args.measured)
-    suite = load_suite(args.suite).select(args.filter, args.max_scenarios)
+    suite = selected(args.suite, args.filter, args.max_scenarios)
 
     bounded, unsupported = [], []
     for sc in suite.scenarios:
@@ -57,7 +60,10 @@ def run(args) -> int:
               f"{'/'.join(dtypes)} tensor cores (first: {unsupported[0]})", file=sys.stderr)
 
     if args.json:
-        print(json.dumps([{"id": sc.id, **b.to_dict()} for sc, b in bounded], indent=1))
+        print(schemas.dumps({
+            "schema": schemas.ROOFLINE, "ok": True, "suite": suite.name, "arch": spec.name, "gpu": spec.gpu,
+            "measured_profile": {"gpu": profile.gpu, "date": profile.date} if profile else None,
+            "not_bounded": unsupported, "scenarios": [{"id": sc.id, **b.to_dict()} for sc, b in bounded]}))
         return 0
     print(_table(bounded, profile is not None, args.wide))
     ceilings = f"{spec.bf16_tflops:g} TFLOP/s bf16, {spec.memory_tbps:g} TB/s"

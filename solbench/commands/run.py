@@ -8,7 +8,6 @@ JSON object in every case (solbench/schemas/summary.schema.json).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -65,32 +64,43 @@ def run(args) -> int:
 
     from solbench.core.archspec import known_arches
     from solbench.core.errors import ConfigError
+    from solbench.front.selection import selected
 
+    # What is wrong with the command line first: its options, the candidate's file, the suite; the GPU last.
     if args.arch and args.arch not in known_arches() + ("cpu",):
         raise ConfigError(f"unknown arch {args.arch!r}; known: {', '.join(known_arches() + ('cpu',))}")
+    policy = policy_value(args.quick, args.policy)
+    if not args.candidate.startswith(runner.BASELINE_PREFIX) and not Path(args.candidate).exists():
+        raise ConfigError(f"{args.candidate}: no such file (a kernel .cu, a Python module file, or baseline:NAME)")
+    suite = selected(args.suite, args.filter, args.max_scenarios)
     device = runner.resolve_device(args.device)
     present = runner.gpu_arch() if device == "cuda" else None
     if args.arch and args.arch != (present or "cpu"):
-        _build_and_bound_only(args, present)
+        _build_and_bound_only(args, suite)
         raise DeviceMismatchError(f"timing {Path(args.candidate).name} for {args.arch} needs a {args.arch.upper()} GPU; "
                                   f"this machine has {present or 'no GPU'} (built and bounded only)")
     if Path(args.candidate).suffix == ".cu" and device == "cpu":
         raise ConfigError(f"{args.candidate}: a .cu candidate needs a GPU; pass --arch ARCH to build and bound it only")
+    resume = args.resume
+    if resume and _folder(resume).is_dir() and not _has_record(resume):  # interrupted before its first record
+        print(f"solbench run: {_folder(resume)} holds no finished scenario: starting the run there", file=sys.stderr)
+        resume, args.out, args.retry_errors = None, _folder(resume), False  # nothing to resume, nor to retry
+    folder = _folder(resume or args.out or Path("reports") / runner.new_run_id(args.candidate, suite.name))
     config = runner.RunConfig(
         candidate=args.candidate, suite=args.suite, arch=args.arch, device=device,
         baselines=baselines_value(args.baselines), seed=seed_value(args.seed),
-        policy=policy_value(args.quick, args.policy), out_dir=args.out, timeout_s=args.timeout,
-        resume=args.resume, retry_errors=args.retry_errors, filter=args.filter, max_scenarios=args.max_scenarios,
+        policy=policy, out_dir=folder, timeout_s=args.timeout,
+        resume=resume, retry_errors=args.retry_errors, filter=args.filter, max_scenarios=args.max_scenarios,
         build_flags=tuple(args.flag), allow_libs=tuple(args.allow_lib), runner=args.runner,
         seed_runner=args.seed_runner, gpus=args.gpus, executor=args.executor, ray_address=args.ray_address, workers=args.workers,
         sanitize=args.sanitize,
     )
 
-    with RunProgress() as progress:
-        result = runner.run(config, on_outcome=progress.finished, on_start=progress.started)
-    folder = Path(config.resume or config.out_dir or Path("reports") / result.run_id)
-    if folder.suffix == ".json":
-        folder = folder.parent
+    try:
+        with RunProgress() as progress:
+            result = runner.run(config, on_outcome=progress.finished, on_start=progress.started)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(_interrupted(folder)) from None
     try:
         write_reports(result, folder)
     except Exception as exc:  # the record is on disk already: a report that cannot be drawn must not hide it
@@ -98,7 +108,7 @@ def run(args) -> int:
               f"{type(exc).__name__}: {exc}; the results are complete in {folder / 'results.json'} "
               f"(`solbench report` renders them again)", file=sys.stderr)
     if args.json:
-        print(json.dumps(summary_dict(result, str(folder / "results.json")), indent=1))
+        print(schemas.dumps(summary_dict(result, str(folder / "results.json"))))
         return exit_code(result)
     print(scenario_table(result, args.wide))
     print()
@@ -108,11 +118,30 @@ def run(args) -> int:
     return exit_code(result)
 
 
-def _build_and_bound_only(args, present) -> None:
+def _folder(path: Path) -> Path:
+    """A run folder, given it or its results.json."""
+    path = Path(path)
+    return path.parent if path.suffix == ".json" else path
+
+
+def _has_record(path: Path) -> bool:
+    return (_folder(path) / "results.json").is_file()
+
+
+def _interrupted(folder: Path) -> str:
+    """What an interrupted run left, and how to go on (the CLI prints it after 'interrupted; ', exit 130)."""
+    if _has_record(folder):
+        return (f"the finished scenarios are in {folder / 'results.json'}; the same command with --resume {folder} "
+                "goes on")
+    if folder.is_dir():
+        return f"no scenario had finished; the same command with --resume {folder} starts the run there"
+    return f"before the run folder {folder} was made: nothing to resume"
+
+
+def _build_and_bound_only(args, suite) -> None:
     """Build for the requested arch, check the binary and print the suite's bounds there."""
     from solbench.core.archspec import known_arches, load_arch
     from solbench.core.roofline import bound
-    from solbench.core.suites import load_suite
     from solbench.report.terminal import fit_table
 
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout carries JSON only
@@ -129,7 +158,7 @@ def _build_and_bound_only(args, present) -> None:
     if args.arch in known_arches():
         spec = load_arch(args.arch)
         rows = []
-        for sc in load_suite(args.suite).select(args.filter, args.max_scenarios).scenarios:
+        for sc in suite.scenarios:
             b = bound(sc, spec)
             rows.append({"scenario": sc.id, "flops": f"{b.flops:.3e}", "bytes": f"{b.bytes:.3e}",
                          "bound_us": f"{b.bound_ms * 1e3:.2f}", "limit": b.limit})

@@ -71,8 +71,8 @@ WORKERS = Option("workers", "with --executor ray: scenarios in flight at once (d
 SCALE_OPTIONS = (GPUS, EXECUTOR, RAY_ADDRESS, WORKERS)
 
 RUN_OPTIONS = (SUITE, ARCH, DEVICE, BASELINES, SEED, TIMEOUT, MAX_SCENARIOS, FILTER) + SCALE_OPTIONS
-WIDE = Option("wide", "print tables whole, one line per row (default: fit 120 columns: ids wrapped, some "
-              "columns left out)", default=False, action="store_true")
+WIDE = Option("wide", "print tables whole, one line per row (default: fit the terminal's width, 120 columns when "
+              "not a terminal: ids wrapped, some columns left out)", default=False, action="store_true")
 
 # Gates (`solbench check`, the pytest plugin); see solbench.report.check for what each clause means.
 KERNEL = Option("kernel", "candidate to evaluate: a kernel .cu or a Python module file")

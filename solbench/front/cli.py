@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import importlib
 import io
-import json
 import sys
 import textwrap
 
@@ -47,8 +46,13 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
 EXAMPLES = """\
 solbench scenarios --suite hopper
 solbench run reference_kernels/torch_attention.py --suite smoke --device cpu --quick
-solbench report reports/reference/h200-seed/hopper.json
+solbench report baselines/h200/hopper.json
 """
+
+CHECKOUT_PATHS = ("paths such as baselines/h200/... and reference_kernels/... are those of a checkout; an installed "
+                  "solbench\ncarries them where `solbench info --paths` shows")
+"""Said under the examples: the files they name ship with solbench (tests/test_cli_help.py checks), elsewhere."""
+
 
 def exit_codes_text() -> str:
     """The exit codes as `solbench --help` lists them, from the one table (solbench.core.errors.EXIT_CODES)."""
@@ -71,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="solbench",
         description="Speed-of-light evaluation harness for GPU attention-forward kernels.",
         formatter_class=HelpFormatter,
-        epilog=_epilog(EXAMPLES, "`solbench COMMAND --help` shows a command's options and examples.",
+        epilog=_epilog(EXAMPLES, CHECKOUT_PATHS, "`solbench COMMAND --help` shows a command's options and examples.",
                        "exit codes:\n" + exit_codes_text()),
     )
     parser.add_argument("--version", action="version", version=f"solbench {__version__}")
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if usage_error is not None:
         if _json_requested(argv):
             command = next((a for a in argv if a in COMMANDS), None)
-            print(json.dumps(json_error(command, code_of("bad_input"), usage_error), indent=1))
+            print(schemas.dumps(json_error(command, code_of("bad_input"), usage_error)))
         return code_of("bad_input")
     if not getattr(args, "_run", None):
         parser.print_help()
@@ -133,17 +137,18 @@ def main(argv: list[str] | None = None) -> int:
     except SolbenchError as exc:
         print(f"solbench {args.command}: error: {exc}", file=sys.stderr)
         if _json_output(args):
-            print(json.dumps(json_error(args.command, exc.exit_code, str(exc)), indent=1))
+            print(schemas.dumps(json_error(args.command, exc.exit_code, str(exc))))
         return exc.exit_code
     except BrokenPipeError:  # `solbench ... | head`: the reader left; not an error of ours
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print(f"solbench {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a command may say what is kept and how to go on (run: its folder)
+        message = f"interrupted; {exc}" if str(exc) else "interrupted"
+        print(f"solbench {args.command}: {message}", file=sys.stderr)
         if _json_output(args):
-            print(json.dumps(json_error(args.command, code_of("interrupted"), "interrupted"), indent=1))
+            print(schemas.dumps(json_error(args.command, code_of("interrupted"), message)))
         return code_of("interrupted")
 
 

@@ -1,6 +1,7 @@
-"""A run's progress on stderr, for people: on a terminal one live line (tqdm: k/N scenarios, elapsed,
-ETA, the scenario being evaluated), elsewhere (a log, CI, an agent's pipe) one plain line per finished
-scenario with the same numbers. The runner never prints; it calls `started` and `finished`.
+"""Progress on stderr, for people. A run's (RunProgress): on a terminal one live line (tqdm: k/N scenarios,
+elapsed, ETA, the scenario being evaluated), elsewhere (a log, CI, an agent's pipe) one plain line per
+finished scenario with the same numbers; the runner never prints, it calls `started` and `finished`.
+A command stepping through many quick items (StepProgress: lint) says where it is at least every few seconds.
 """
 
 from __future__ import annotations
@@ -72,3 +73,50 @@ class RunProgress:
 
 def _clip(text: str) -> str:
     return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+
+
+class StepProgress:
+    """Progress of a command that steps through many quick items (lint: a CPU reference per scenario), on
+    stderr: on a terminal one live line; elsewhere a line at the start, one at most every `every_s` seconds
+    and one at the end, so that a log or an agent's pipe is never silent for long. Pass it as the
+    `progress(i, n, item_id)` callback (called before each item); close it (or use `with`) at the end."""
+
+    def __init__(self, what: str, stream: TextIO | None = None, live: bool | None = None, every_s: float = 5.0):
+        self.what, self.every_s = what, every_s
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self._start = self._last = None
+        self._done, self._total = 0, 0
+
+    def __call__(self, index: int, total: int, item_id: str) -> None:
+        now = time.perf_counter()
+        self._done, self._total = index, total
+        if self.live:
+            print(f"\r{self.what} {index + 1}/{total} {item_id[:80]:<80}", end="", file=self.stream, flush=True)
+            self._start = self._start or now
+            return
+        if self._start is None:
+            self._start = self._last = now
+            print(f"{self.what}: {total} scenario(s)", file=self.stream, flush=True)
+        elif now - self._last >= self.every_s:
+            self._last = now
+            elapsed = now - self._start
+            eta = elapsed / index * (total - index) if index else 0.0
+            print(f"{self.what}: {index}/{total} done, {elapsed:.0f} s, ETA {eta:.0f} s", file=self.stream, flush=True)
+
+    def close(self, finished: bool = True) -> None:
+        """End the live line; elsewhere say it is done (`finished`) and how long it took."""
+        if self._start is None:
+            return
+        elapsed = time.perf_counter() - self._start
+        if self.live:
+            print(file=self.stream, flush=True)
+        elif finished:
+            print(f"{self.what}: {self._total}/{self._total} done in {elapsed:.1f} s", file=self.stream, flush=True)
+        self._start = None
+
+    def __enter__(self) -> StepProgress:
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(finished=exc_type is None)

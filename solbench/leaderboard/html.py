@@ -9,14 +9,14 @@ drill-down per entry by scenario (<details>). An entry has its implementation's 
 from __future__ import annotations
 
 import base64
-import json
 import tempfile
 import time
 from pathlib import Path
 
-from solbench import __version__
+from solbench import __version__, schemas
 from solbench.leaderboard.rank import Board, Standing
-from solbench.leaderboard.text import board_title, own_label, pct, rank_label, rule_line, score_label, weighted_label
+from solbench.leaderboard.text import (DRIFT_LEGEND, board_title, document, own_label, pct, rank_label, rule_line,
+                                       score_label, weighted_label)
 from solbench.report.page import SORT_SCRIPT, TABLE_CSS, cell, esc, swatch, table
 from solbench.report.plots import impl_style
 
@@ -168,6 +168,7 @@ def render_board(b: int, board: Board) -> str:
                  "the intervals overlap. Click a header to sort.</p>")
     parts.append(table(f"ranking-{b}", "ranking", RANK_COLUMNS,
                         [_ranking_row(b, i, s) for i, s in enumerate(board.ranked)]))
+    parts.append(f'<p class="note" id="drift-{b}">{esc(DRIFT_LEGEND[0].upper() + DRIFT_LEGEND[1:])}</p>')
     if board.narrow:
         rows = [_narrow_row(b, i, s) for i, s in enumerate(board.narrow)]
         parts.append("<h3>Too narrow to rank</h3>" + table(f"narrow-{b}", "narrow", NARROW_COLUMNS, rows))
@@ -194,5 +195,5 @@ def write_site(boards: list[Board], folder: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     index = folder / "index.html"
     index.write_text(render_page(boards), encoding="utf-8")
-    (folder / "leaderboard.json").write_text(json.dumps([b.to_dict() for b in boards], indent=1))
+    (folder / "leaderboard.json").write_text(schemas.dumps(document(boards)))
     return index

@@ -1,9 +1,21 @@
 """The leaderboard in a terminal: one table per board, then the entries too narrow to rank and those listed
-apart for another reason, each with why; fitted to solbench.report.terminal.WIDTH columns unless `wide`."""
+apart for another reason, each with why; fitted to the terminal's width unless `wide`. Also its Markdown
+and its JSON document (`document`: solbench/schemas/leaderboard.schema.json)."""
 
 from __future__ import annotations
 
+from solbench import schemas
 from solbench.leaderboard.rank import Board, Standing
+
+DRIFT_LEGEND = ("baseline drift: how far this entry's run timed the denominator's library (the seed where it did not "
+                "run it) from the recorded baseline run, geomean, in %; + = slower in this run. Drift between runs, "
+                "which the interval does not include.")
+"""What the `baseline drift` column is (Standing.drift_pct), said under every table that shows it."""
+
+
+def document(boards: list[Board]) -> dict:
+    """What `leaderboard show --json` prints and `export` writes as leaderboard.json (solbench.leaderboard/1)."""
+    return {"schema": schemas.LEADERBOARD, "ok": True, "boards": [b.to_dict() for b in boards]}
 
 
 def rank_label(s: Standing, weighted: bool = False) -> str:
@@ -59,7 +71,7 @@ def rule_line(b: Board) -> str:
 
 
 HEADERS = ("rank", "entry", "author", "impl", "common set [95% CI]", "weighted (rank)", "own (coverage)",
-           "SOL (datasheet)", "drift", "source")
+           "SOL (datasheet)", "baseline drift", "source")
 
 
 def render_board(b: Board, wide: bool = False) -> str:
@@ -71,8 +83,11 @@ def render_board(b: Board, wide: bool = False) -> str:
     lines = [board_title(b), rule_line(b)]
     if b.note:
         lines.append(b.note)
-    table = fit_table(rows, wrap={"entry": 16, "author": 10}, optional=("source", "author", "drift", "impl"), wide=wide)
+    table = fit_table(rows, wrap={"entry": 16, "author": 10}, optional=("source", "author", "baseline drift", "impl"),
+                      wide=wide)
     lines.append(table or "(no entry ranks on this board)")
+    if table and "drift" in table.split("\n-", 1)[0]:  # the column is shown (its header may wrap)
+        lines.append(DRIFT_LEGEND)
     if b.narrow:
         lines.append("too narrow to rank:")
         lines += [f"  {s.entry.name} [{s.entry.impl}]: own {own_label(s)}; {s.reason}" for s in b.narrow]

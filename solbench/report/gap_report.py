@@ -68,18 +68,37 @@ SOL_CHART_LIMIT = 60
 
 
 def write_charts(result: RunResult, folder: Path) -> dict[str, Path]:
-    """roofline.png and sol.png when the run has bounds on a known arch; {} otherwise."""
-    from solbench.core.archspec import find_profile, known_arches, load_arch
+    """roofline.png and sol.png when the run has bounds on a known arch; {} otherwise (no_charts_reason)."""
+    from solbench.core.archspec import find_profile, load_arch
     from solbench.report.plots import roofline_chart, sol_bar_chart
 
-    points = timed_points(result)
-    if not points or result.arch not in known_arches():
+    if no_charts_reason(result):
         return {}
+    points = timed_points(result)
     title = f"{result.suite} on {result.arch}"
-    measured = any(o.bound and o.bound.get("measured_bound_ms") for o in result.outcomes)
-    against = "measured ceilings" if measured else "datasheet"
+    bound = sol_chart_bound(result)
     return {
         "roofline": roofline_chart(points, load_arch(result.arch), find_profile(result.arch),
                                    folder / "roofline.png", title=title),
-        "sol": sol_bar_chart(points, folder / "sol.png", limit=SOL_CHART_LIMIT, title=f"%-of-SOL ({against}), {title}"),
+        "sol": sol_bar_chart(points, folder / "sol.png", limit=SOL_CHART_LIMIT, title=f"% of {bound}, {title}",
+                             bound=bound),
     }
+
+
+def sol_chart_bound(result: RunResult) -> str:
+    """What the %-of chart is of, in the product's words: "attainable" (the roofline at the measured
+    ceilings, which timed_points prefers) when the run recorded measured bounds, else "SOL" (datasheet)."""
+    measured = any(o.bound and o.bound.get("measured_bound_ms") for o in result.outcomes)
+    return "attainable" if measured else "SOL"
+
+
+def no_charts_reason(result: RunResult) -> str | None:
+    """Why write_charts draws nothing for this run, in one line; None when it draws."""
+    from solbench.core.archspec import known_arches
+
+    if result.arch not in known_arches():
+        return (f"No charts: a run on {result.arch} has no roofline to draw against (no spec file for it; "
+                "the charts come with a GPU run).")
+    if not timed_points(result):
+        return "No charts: no scenario has both a time and a roofline bound."
+    return None

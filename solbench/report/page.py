@@ -3,9 +3,12 @@ CSS that lets tables wrap inside the page instead of running off it (cells wrap 
 each '-', long names and version lists anywhere), and a small inline sorter (no CDN: the pages work
 offline).
 
-A table is `table(id, cls, columns, rows)` with columns (key, label, "num" | "str"); a cell's `data-v`
-is its sort value when the shown text is not (e.g. "1.23x [1.20, 1.25]"). A click on a header sorts
-by that column, again reverses; blanks sort last either way.
+A table is `table(id, cls, columns, rows)` with columns (key, label, "num" | "str"); a header shows its
+label with spaces for underscores and non-breaking hyphens (`time_us` reads "time us"; it wraps between
+words only); a cell's
+`data-v` is its sort value when the shown text is not (e.g. "1.23x [1.20, 1.25]"), its `title` the whole
+text where it shows less. A click on a header sorts by that column, again reverses; blanks sort last
+either way.
 """
 
 from __future__ import annotations
@@ -52,10 +55,11 @@ def esc(value) -> str:
     return html.escape(str(value), quote=True)
 
 
-def cell(text, sort_value=None, cls: str = "", breakable: bool = False) -> str:
-    """One <td>; `breakable` text (a scenario id) may wrap after each '-'."""
+def cell(text, sort_value=None, cls: str = "", breakable: bool = False, title: str | None = None) -> str:
+    """One <td>; `breakable` text (a scenario id) may wrap after each '-'; `title` shows on hover."""
     attrs = f' data-v="{esc(sort_value)}"' if sort_value is not None else ""
     attrs += f' class="{cls}"' if cls else ""
+    attrs += f' title="{esc(title)}"' if title else ""
     shown = esc(text).replace("-", "-<wbr>") if breakable else esc(text)
     return f"<td{attrs}>{shown}</td>"
 
@@ -64,9 +68,15 @@ def table(table_id: str, cls: str, columns, rows: list[str]) -> str:
     """A sortable table: columns are (key, label, "num" | "str"), rows already-made <tr> strings. Its box
     scrolls sideways in a window too narrow for even the wrapped table: the page itself never does."""
     head = "".join(f'<th data-key="{esc(k)}" data-type="{t}" class="{"" if t == "num" else "l"}">'
-                   f'{esc(label).replace("_", "_<wbr>").replace("-", "-<wbr>")}</th>' for k, label, t in columns)
+                   f'{header_label(label)}</th>' for k, label, t in columns)
     return (f'<div class="table-box"><table id="{table_id}" class="{cls} sortable"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def header_label(label: str) -> str:
+    """A header's HTML: underscores as spaces, hyphens non-breaking (U+2011), so that a header wraps between
+    words only ("x sdpa‑efficient", never "x_sdpa-" over "efficient")."""
+    return esc(label.replace("_", " ")).replace("-", "\u2011")
 
 
 def swatch(color: str, title: str) -> str:

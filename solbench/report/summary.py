@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from solbench import schemas
 from solbench.core.model import Outcome, RunResult, Status
-from solbench.core.stats import median, rel_ci_halfwidth
-from solbench.report.tables import fewer_input_copies, scores, status_counts
+from solbench.core.stats import median
+from solbench.report.tables import fewer_input_copies, noise_pct, scores, status_counts
 
 
 def all_passed(result: RunResult) -> bool:
@@ -97,7 +97,7 @@ def scenario_row(o: Outcome, comparators: list[str], up=None) -> dict:
         "reason": o.reason,
         "max_abs_err": o.error.max_abs if o.error else None,
         "time_us": time_ms * 1e3 if time_ms else None,
-        "noise_pct": rel_ci_halfwidth(cand.samples_ms) * 100 if cand and len(cand.samples_ms) > 1 else None,
+        "noise_pct": noise_pct(cand.samples_ms) if cand else None,
         "sol_pct": o.bound["bound_ms"] / time_ms * 100 if o.bound and time_ms else None,
         "input_copies": o.input_copies,
         "comparators": {name: _comparator_cell(o, name) for name in comparators},

@@ -144,8 +144,18 @@ def score_line(s: Score) -> str:
             f"over {s.scenarios} scenarios")
 
 
+def noise_pct(samples_ms) -> float | None:
+    """The 95 % CI half-width of the median, percent of it; None (null in JSON, "-" in tables) while there
+    are too few samples for a 95 % CI (stats.min_samples_for_ci: 6), as under --quick."""
+    from solbench.core.stats import min_samples_for_ci, rel_ci_halfwidth
+
+    if samples_ms is None or len(samples_ms) < min_samples_for_ci():
+        return None
+    return rel_ci_halfwidth(samples_ms) * 100
+
+
 def scenario_rows(result: RunResult) -> list[dict]:
-    from solbench.core.stats import median, rel_ci_halfwidth
+    from solbench.core.stats import median
 
     from solbench.report.yardsticks import NOT_LIBRARIES, cell, fastest
 
@@ -158,7 +168,7 @@ def scenario_rows(result: RunResult) -> list[dict]:
                "max_abs_err": o.error.max_abs if o.error else None}
         cand = o.measurements.get("candidate")
         row["time_us"] = median(cand.samples_ms) * 1e3 if cand else None
-        row["noise_pct"] = rel_ci_halfwidth(cand.samples_ms) * 100 if cand and len(cand.samples_ms) > 1 else None
+        row["noise_pct"] = noise_pct(cand.samples_ms) if cand else None
         for n in names:
             row[f"x_{n}"] = median(o.ratios[n]) if o.ratios.get(n) else None
         if libraries:  # per scenario the fastest library that passed (yardsticks.fastest), its time, the speedup
@@ -334,7 +344,8 @@ def write_markdown(result: RunResult, path: Path, charts: dict | None = None) ->
         "## Summary", "", "```", render_summary(result), "```", "",
         "## Per scenario", "",
         "Speedups `x_<comparator>` are median per-round t_comparator / t_candidate (> 1: candidate faster); "
-        "`noise_pct` is the candidate median's 95 % CI half-width.", "",
+        "`noise_pct` is the candidate median's 95 % CI half-width (`-` with fewer than the 6 samples a 95 % CI "
+        "needs, as under --quick).", "",
         render_table(result, fmt="github", max_reason=120), "",
         "## Comparator coverage", "",
         render_coverage(result), "",
@@ -346,6 +357,10 @@ def write_markdown(result: RunResult, path: Path, charts: dict | None = None) ->
     ]
     for name, chart in (charts or {}).items():
         text += [f"![{name}]({Path(chart).name})", ""]
+    if not charts:
+        from solbench.report.gap_report import no_charts_reason
+
+        text += [no_charts_reason(result) or "No charts.", ""]
     path.write_text("\n".join(text))
 
 

@@ -1,4 +1,5 @@
-"""Tables and lines that fit a terminal of WIDTH columns.
+"""Tables and lines that fit the terminal: its width (`terminal_width`: $COLUMNS, else the terminal's own
+size, else WIDTH when the output is not a terminal).
 
 Scenario ids (up to ~90 characters) are wrapped at their '-' joints, free text at spaces, headers at
 '_' and '-'; when that is not enough, the columns a command marks as optional are left out, in its
@@ -8,15 +9,24 @@ order, and a line under the table names them. `--wide` prints everything unfitte
 from __future__ import annotations
 
 import re
+import shutil
 from typing import Mapping, Sequence
 
 WIDTH = 120
+"""Columns when there is no terminal to measure (a pipe, a file, CI) and $COLUMNS is not set."""
 GAP = 2
 """Spaces between columns in tabulate's "simple" format."""
 HEADER_PAD = 2
 """tabulate makes a column at least its header plus this wide."""
 HEADER_KEPT = 8
 """Headers up to this long stay on one line."""
+LEAST_WRAPPED = 10
+"""The narrowest a wrapped column gets when a narrow terminal leaves less than its least width."""
+
+
+def terminal_width() -> int:
+    """The width to fit: $COLUMNS when set, else the terminal's, else WIDTH."""
+    return shutil.get_terminal_size((WIDTH, 24)).columns
 
 
 def break_text(text: str, width: int, joints: str = "-") -> list[str]:
@@ -52,16 +62,18 @@ def _column_width(header: str, cells: list[str]) -> int:
     return max(_width(header) + HEADER_PAD, max(map(_width, cells)))
 
 
-def fit_table(rows: Sequence[Mapping[str, object]], width: int = WIDTH, wrap: Mapping[str, int] | None = None,
+def fit_table(rows: Sequence[Mapping[str, object]], width: int | None = None, wrap: Mapping[str, int] | None = None,
               optional: Sequence[str] = (), wide: bool = False) -> str:
     """`rows` (dicts with the same keys, values already formatted) as a tabulate "simple" table of at most
-    `width` columns. `wrap` maps the columns that may wrap (ids, text) to the least width each may get;
-    the first gets the room the others leave before the next does. The `optional` columns are left out,
-    first to last, while the wrapped ones would get less than their least width."""
+    `width` columns (default: the terminal's). `wrap` maps the columns that may wrap (ids, text) to the least
+    width each may get; the first gets the room the others leave before the next does. The `optional` columns
+    are left out, first to last, while the wrapped ones would get less than their least width; when even
+    that is not enough, the wrapped ones share what room there is."""
     from tabulate import tabulate
 
     if not rows:
         return ""
+    width = width or terminal_width()
     wrap = dict(wrap or {})
     keys = list(rows[0])
     cells = {k: ["" if r[k] is None else str(r[k]) for r in rows] for k in keys}
@@ -72,7 +84,7 @@ def fit_table(rows: Sequence[Mapping[str, object]], width: int = WIDTH, wrap: Ma
                         numalign="right")
     headers = {k: k if k in wrap else _header(k, cells[k]) for k in keys}
     left_out = []
-    for dropping in [None, *optional]:
+    for dropping in [None, *(k for k in optional if k in keys)]:
         if dropping:
             keys.remove(dropping)
             left_out.append(dropping)
@@ -81,6 +93,9 @@ def fit_table(rows: Sequence[Mapping[str, object]], width: int = WIDTH, wrap: Ma
         wrapped = {k: least for k, least in wrap.items() if k in keys}
         if room >= sum(wrapped.values()):
             break
+    if room < sum(wrapped.values()):  # every optional column is out and still no fit: share the room there is
+        total = sum(wrapped.values())
+        wrapped = {k: max(LEAST_WRAPPED, room * least // total) for k, least in wrapped.items()}
     shares = dict(wrapped)
     spare = room - sum(shares.values())
     for k in shares:
@@ -98,9 +113,9 @@ def fit_table(rows: Sequence[Mapping[str, object]], width: int = WIDTH, wrap: Ma
 
 def scenario_table(result, wide: bool = False) -> str:
     """The per-scenario table for a terminal. --wide: every column of tables.render_table, reasons whole.
-    Otherwise a short set fitted to WIDTH: status, time, noise, the speedup vs the seed, vs the arch's
+    Otherwise a short set fitted to the terminal: status, time, noise, the speedup vs the seed, vs the arch's
     upstream library (x_FA3 / x_FA4) and vs the fastest library that passed (with its name), % of SOL and
-    the reason; ids wrapped."""
+    the reason; ids wrapped to the terminal's width."""
     from solbench.report.tables import comparator_names, format_value, render_table, scenario_rows
     from solbench.report.yardsticks import upstream
 
@@ -126,10 +141,12 @@ def scenario_table(result, wide: bool = False) -> str:
     return fit_table(rows, wrap={"scenario": 46, "reason": 24}, optional=("noise_pct", "reason", "fastest"))
 
 
-def fit_lines(text: str, width: int = WIDTH, wide: bool = False) -> str:
-    """Each line longer than `width` broken into lines of at most `width`, continuations indented."""
+def fit_lines(text: str, width: int | None = None, wide: bool = False) -> str:
+    """Each line longer than `width` (default: the terminal's) broken into lines of at most `width`,
+    continuations indented."""
     if wide:
         return text
+    width = width or terminal_width()
     out = []
     for line in text.split("\n"):
         if len(line) <= width:

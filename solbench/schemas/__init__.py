@@ -5,7 +5,13 @@
   (`solbench.summary/1`), a summary or, when the command failed, an error object;
 - `check.schema.json`: what `solbench check --json` prints (`solbench.check/1`);
 - `lint.schema.json`: what `solbench lint --json` prints (`solbench.lint/1`);
-- `error.schema.json`: the error object any other command prints with --json (`solbench.error/1`).
+- `error.schema.json`: the error object any other command prints with --json (`solbench.error/1`);
+- `info`, `build`, `baselines`, `triage`, `scenarios`, `roofline`, `leaderboard`: what `solbench <that
+  command> --json` prints (`solbench.<command>/1`; `leaderboard show --json`, and leaderboard.json beside
+  an exported page).
+
+Every document is written by `dumps`: strict JSON (no NaN or Infinity, which strict parsers reject: a value
+that is not a number is null, and the schema says why), always one object with `schema` and `ok`.
 
 A front-end in another language validates with `path(name)`; solbench itself validates every results
 file it reads (`validate`), so a file of the wrong shape is one line naming where, not a traceback.
@@ -28,11 +34,35 @@ LINT = "solbench.lint/1"
 """Tag of `solbench lint --json` output (lint.schema.json)."""
 ERROR = "solbench.error/1"
 """Tag of the error object of a --json command that has no schema of its own (error.schema.json)."""
+INFO = "solbench.info/1"
+"""Tag of `solbench info --json` output (info.schema.json)."""
+BUILD = "solbench.build/1"
+"""Tag of `solbench build --json` output (build.schema.json)."""
+BASELINES = "solbench.baselines/1"
+"""Tag of `solbench baselines --json` output (baselines.schema.json)."""
+TRIAGE = "solbench.triage/1"
+"""Tag of `solbench triage --json` output (triage.schema.json)."""
+SCENARIOS = "solbench.scenarios/1"
+"""Tag of `solbench scenarios --json` output (scenarios.schema.json)."""
+ROOFLINE = "solbench.roofline/1"
+"""Tag of `solbench roofline --json` output (roofline.schema.json)."""
+LEADERBOARD = "solbench.leaderboard/1"
+"""Tag of `solbench leaderboard show --json` output and of an exported leaderboard.json (leaderboard.schema.json)."""
 
-NAMES = ("run", "summary", "check", "lint", "error")
+NAMES = ("run", "summary", "check", "lint", "error", "info", "build", "baselines", "triage", "scenarios", "roofline",
+         "leaderboard")
 
 MAX_MESSAGE = 160
 """Characters of jsonschema's message kept: it quotes the offending value, which may be a whole run."""
+
+
+def dumps(doc: dict) -> str:
+    """`doc` as the strict JSON every solbench output is: a NaN or an infinity raises ValueError here, in
+    the tests, instead of reaching a reader whose parser rejects it; so does a document that is not an object
+    tagged with its schema and `ok`."""
+    if not isinstance(doc, dict) or not {"schema", "ok"} <= doc.keys():
+        raise TypeError(f"a solbench JSON document is an object with 'schema' and 'ok', got {type(doc).__name__}")
+    return json.dumps(doc, indent=1, allow_nan=False)
 
 
 def path(name: str) -> Path:
