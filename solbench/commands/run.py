@@ -86,6 +86,7 @@ def run(args) -> int:
         sanitize=args.sanitize,
     )
 
+    _warn_features(args)
     with RunProgress() as progress:
         result = runner.run(config, on_outcome=progress.finished, on_start=progress.started)
     folder = Path(config.resume or config.out_dir or Path("reports") / result.run_id)
@@ -106,6 +107,15 @@ def run(args) -> int:
     # Every process the workers started has ended: this digest is the record's, for anyone to verify.
     print(f"\nresults: {folder / 'results.json'} (sha256 {runner.record_digest(folder)})")
     return exit_code(result)
+
+
+def _warn_features(args) -> None:
+    """One stderr line per feature that does not bite in some scenario of the suite (solbench.supervisor.bite)."""
+    from solbench.core.suites import load_suite
+    from solbench.supervisor.bite import warning_lines
+
+    for line in warning_lines(load_suite(args.suite).select(args.filter, args.max_scenarios)):
+        print(line, file=sys.stderr)
 
 
 def _build_and_bound_only(args, present) -> None:
