@@ -10,6 +10,7 @@ memory (`_shared`), so that sending it to a worker never moves it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, fields, replace
 
@@ -211,6 +212,7 @@ def _offset_rows(sc: Scenario, q, k, offset_max: float, gen) -> None:
     q[..., 0] = offset / (sc.scale * values.repeat_interleave(sc.group_size))
 
 
+@functools.lru_cache(maxsize=64)  # drawn again for every round's refill; a pure function of its arguments
 def _typical_lse(sc: Scenario, profile: Profile, capped: bool = False) -> float:
     """The median row's LSE under this profile's bulk scores: log(visible keys) + std^2 / 2 (the log of n draws
     of e^s, s ~ N(0, std)), plus the median row offset where rows are offset. Capped scores (std
