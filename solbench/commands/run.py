@@ -26,7 +26,7 @@ solbench run kernel.cu --baselines fa3,flashinfer --filter decode --json   # one
 solbench run kernel.cu --resume reports/RUN --retry-errors   # finish an interrupted run
 solbench run kernel.cu --suite hopper --gpus all          # every GPU here, one scenario per GPU at a time
 solbench run kernel.cu --executor ray --ray-address auto   # a Ray cluster, one GPU per scenario
-solbench run kernel.cu --suite hopper --sanitize         # then compute-sanitizer over the 3 smallest passed scenarios
+solbench run kernel.cu --suite hopper --sanitize         # then compute-sanitizer over the 3 smallest scenarios
 """
 
 
@@ -50,7 +50,8 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("--sanitize", type=int, nargs="?", const=DEFAULT_SCENARIOS, default=0, metavar="N",
                         help="after timing, run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on the "
-                        "candidate's call in the N smallest passed scenarios (default %(const)s); a finding is sanitizer_error")
+                        "candidate's call in the N smallest scenarios that passed (default %(const)s), on the inputs "
+                        "of one of its scored calls, whose outputs it must give again; a finding is sanitizer_error")
     parser.add_argument("--json", action="store_true", help="print one JSON object (scores, failures, per-scenario "
                         "rows, results path) instead of tables; progress goes to stderr")
 
