@@ -229,7 +229,8 @@ def test_findings_are_kept_in_the_record_and_valid_against_its_schema():
     from solbench import schemas
     from solbench.core.model import RunResult
 
-    finding = san.Finding("sc", "racecheck", 1, "Error: Race", "sanitize/sc/racecheck.txt").to_dict()
+    finding = san.Finding("sc", "racecheck", 1, "Error: Race", "sanitize/sc/racecheck.txt", compared=True,
+                          differs="1 of 8 output elements differ in their bits").to_dict()
     d = {"schema": "solbench.run/1", "run_id": "r", "suite": "smoke", "suite_hash": "h",
          "candidate": {"name": "k.cu", "path": "k.cu", "kind": "cu", "sha256": ""}, "arch": "h200",
          "environment": {}, "policy": {}, "outcomes": [], "complete": True, "scenario_count": 0,
@@ -242,6 +243,10 @@ def test_findings_are_kept_in_the_record_and_valid_against_its_schema():
     jsonschema.validate(json.loads(json.dumps(result.to_dict()))["sanitize"], schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate([{**finding, "tool": "leakcheck"}], schema)
+    from solbench.report.tables import _sanitize_line
+
+    line = _sanitize_line(result)
+    assert "1 scenario(s), 1 held to a scored call's outputs: 1 finding(s)" in line, line
 
 
 def _kept_call(tmp_path, monkeypatch, sc):
