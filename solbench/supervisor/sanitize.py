@@ -19,8 +19,10 @@ supervisor keeps one of the candidate's judged calls (checked or timed), drawn a
 cannot see the draw (solbench.supervisor.witness), and the sanitized call is made on exactly its inputs. Its
 outputs must be the kept call's bit for bit (a deterministic candidate's two checked calls must be anyway), or,
 for a candidate declared non-deterministic, pass the verdict on their own; otherwise `sanitizer_error`. A kernel
-that races only when it is not sanitized then fails as soon as the race moves a bit of any judged call.
-What remains (README's limits): a candidate whose two paths give the same bits on the inputs it gets (the race
+that races only when it is not sanitized then fails as soon as the race moves a bit of any judged call. The price:
+a kernel that picks its tiles by timing itself at run time (the sanitizer's slowness would change the pick) must
+declare itself non-deterministic to be sanitized (its sanitized outputs are then judged on their own).
+What remains: a candidate whose two paths give the same bits on the inputs it gets (the race
 never shows in an output); and one that stores the outputs of every timed call where its sanitized process can
 read them back (/dev/shm, its log: the channel inventory closes those). The scenarios sanitized are chosen before
 the run (the smallest of each feature, `smallest`), so their calls can be kept; those that fail are not
