@@ -279,7 +279,8 @@ def test_the_sanitized_call_is_made_on_a_kept_call_and_held_to_its_outputs(fakes
     q_offset, q_bytes = copies[0].split()[2].split(":")[1:]  # the kept call's q, not trial 0's
     data = (folder / "sanitize" / sc.id / "tensors.bin").read_bytes()
     assert data[int(q_offset):int(q_offset) + int(q_bytes)] == kept.q.view(torch.uint8).numpy().tobytes()
-    assert kept.q.view(torch.uint8).numpy().tobytes() != make_inputs(sc, 0, "cpu", b"s").q.view(torch.uint8).numpy().tobytes()
+    trial0 = make_inputs(sc, 0, "cpu", b"s").q
+    assert kept.q.view(torch.uint8).numpy().tobytes() != trial0.view(torch.uint8).numpy().tobytes()
 
 
 def test_a_candidate_that_behaves_differently_under_the_sanitizer_is_a_sanitizer_error(fakes, tmp_path, monkeypatch):

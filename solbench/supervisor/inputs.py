@@ -181,7 +181,8 @@ def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
     if sc.sinks:  # bf16-representable fp32, as learned sinks are stored (GPT-OSS): a kernel that takes its
         # sinks in bf16 (vLLM's FA3 s_aux) reads the exact value every other kernel reads
         if profile.sinks_at_lse:
-            sinks = (torch.rand(sc.heads_q, generator=gen, device=device) * 6.0 - 3.0) + _typical_lse(sc, profile, capped)
+            typical = _typical_lse(sc, profile, capped)
+            sinks = (torch.rand(sc.heads_q, generator=gen, device=device) * 6.0 - 3.0) + typical
         else:
             sinks = randn(sc.heads_q) + profile.sink_offset
         sinks = sinks.to(torch.bfloat16).float()

@@ -8,19 +8,20 @@ Per scenario (names: solbench.core.suites.LINT_CHECKS):
 - fp16: fp16 inputs, where an fp16-accumulating MMA (twice the tensor rate of fp32 accumulation on some GPUs)
   would pass: Q K^T and P V with P in fp16 and each running sum rounded to fp16 every 16 terms (fp16_sums),
   on the probe at the scenario's own head dims (the sums over them are what rounds).
-`feature_flags` (these four) is also what `solbench run` warns with (solbench.supervisor.bite).
 - constant: the outputs are near-constant (their std is under CONSTANT_STD_ATOLS x the dtype's atol), so a
   kernel writing one value would sit within a few tolerances of every element.
 - working_set: the minimal bytes moved are under 2x the arch's L2: a cold-L2 time depends on the flush.
 - sol_time: the roofline time is under SOL_FLOOR_US: the call is launch latency, not work.
+window, sinks, softcap and fp16 (`feature_flags`) are what `solbench run` warns with (solbench.supervisor.bite).
 
 The size checks are exact (solbench.core.roofline). The numeric ones run on a CPU, so they run on a probe: the
 same scenario (regime, layout, dtype, mask, features, input profile) cut to PROBE_SEQUENCES of its sequences
 (spread over their key counts, the longest and the shortest included; whole, so every row sees what it sees
 in the full scenario), up to PROBE_HEADS_KV KV heads with up to PROBE_GROUP query heads each, head dims
 PROBE_HEAD_DIM, and the reference of PROBE_ROWS rows of each sequence (evenly spaced, the last included).
-About 5 s for a 182-scenario grid on two idle cores. The input profiles set scores in logits and draw V
-element-wise, so the probe's scores and outputs follow the full scenario's distribution at every head dim.
+About 5 s for a 182-scenario grid on two idle cores (more with fp16 scenarios). The input profiles set scores
+in logits and draw V element-wise, so the probe's scores and outputs follow the full scenario's distribution at
+every head dim.
 """
 
 from __future__ import annotations
