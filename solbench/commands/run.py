@@ -115,7 +115,13 @@ def _warn_features(args) -> None:
     from solbench.core.suites import load_suite
     from solbench.supervisor.bite import warning_lines
 
-    for line in warning_lines(load_suite(args.suite).select(args.filter, args.max_scenarios)):
+    suite = load_suite(args.suite).select(args.filter, args.max_scenarios)
+    try:
+        lines = warning_lines(suite)
+    except Exception as exc:  # a warning never stops a run; `solbench lint` shows the failure in full
+        lines = [f"solbench run: warning: could not tell whether the suite's features bite ({type(exc).__name__}: "
+                 f"{str(exc)[:200]}); see `solbench lint --suite {args.suite}`"]
+    for line in lines:
         print(line, file=sys.stderr)
 
 

@@ -27,7 +27,7 @@ FIXES = {
 }
 """Per feature (solbench.supervisor.lint.FEATURES), what a suite does to make it bite."""
 CODE = ("supervisor/lint.py", "supervisor/inputs.py", "supervisor/reference.py", "supervisor/verdict.py",
-        "supervisor/budget.py", "core/masks.py")
+        "supervisor/budget.py", "core/masks.py", "core/scenario.py", "core/tensors.py")
 """The code a verdict of feature_flags depends on beside the scenario (relative to the solbench package)."""
 
 

@@ -32,7 +32,9 @@ class Witnessed:
         self.__dict__.update(_worker=worker, _folder=Path(folder), _ids=frozenset(scenario_ids), _copies=[],
                              _calls=0, _draw=random.SystemRandom())
 
-    def __getattr__(self, name):
+    def __getattr__(self, name):  # only what this object lacks: the worker's attributes
+        if name.startswith("__") or "_worker" not in self.__dict__:
+            raise AttributeError(name)
         return getattr(self._worker, name)
 
     def __setattr__(self, name, value):  # evaluate sets writes_lse on the worker itself
