@@ -7,7 +7,7 @@ import json
 import jsonschema
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 from solbench import schemas  # noqa: E402
 from solbench.core.roofline import load_arch  # noqa: E402
@@ -49,17 +49,23 @@ def test_every_other_shipped_suite_lints_clean_or_says_why(name, arch, capsys):
 
 def test_features_that_do_not_bite_are_flagged(tmp_path, capsys):
     """The old grid's failures: sinks ~N(0, 1) far below long rows' LSE, a 4096 window on rows of <= 4096 keys, a
-    softcap far above every score, one whose scores stay where a cubic is close to tanh (review m); each on a
-    scenario of its own, beside ones where the feature bites."""
+    softcap far above every score, one whose scores stay where a cubic is close to tanh (review m), fp16 rows too
+    short for fp16 accumulation to show; each on a scenario of its own (drawn `plain`, as a suite that names no
+    profile drew them before issue 39), beside ones where the feature bites: the same scenarios with no profile
+    named, which draw inputs where each feature bites (inputs.drawn_profile)."""
     bodies = [
-        'regime = "decode"\nq_lens = [1, 1]\nkv_lens = [8000, 3000]\nsinks = true\n',
+        'regime = "decode"\nq_lens = [1, 1]\nkv_lens = [8000, 3000]\nsinks = true\ninput_profile = "plain"\n',
         'regime = "decode"\nq_lens = [1, 1]\nkv_lens = [8000, 3000]\nsinks = true\ninput_profile = "sinks_lse"\n',
         'q_lens = [2000]\nwindow_left = 4095\n',
         'q_lens = [2000]\nwindow_left = 511\n',
-        'q_lens = [500]\nsoftcap = 1000.0\n',
-        'q_lens = [500]\nsoftcap = 30.0\n',
+        'q_lens = [500]\nsoftcap = 1000.0\ninput_profile = "plain"\n',
+        'q_lens = [500]\nsoftcap = 30.0\ninput_profile = "plain"\n',
         'q_lens = [500]\nsoftcap = 30.0\ninput_profile = "high_logits"\n',
         'q_lens = [64]\nsinks = true\ninput_profile = "sinks_positive"\n',  # the sink takes all: outputs ~0
+        'q_lens = [16]\ndtype = "fp16"\ninput_profile = "plain"\n',
+        'regime = "decode"\nq_lens = [1, 1]\nkv_lens = [8000, 3000]\nsinks = true\n',
+        'q_lens = [500]\nsoftcap = 30.0\n',
+        'q_lens = [16]\ndtype = "fp16"\n',
     ]
     suite = tmp_path / "s.toml"
     suite.write_text('name = "s"\narch = "h200"\n' + "".join(f"[[scenario]]\n{b}heads_q = 4\nheads_kv = 2\n" for b in bodies))
@@ -71,7 +77,21 @@ def test_features_that_do_not_bite_are_flagged(tmp_path, capsys):
     numeric = {(f["scenario"], f["check"], "cubic" in f["detail"]) for f in doc["flags"]
                if f["check"] not in ("working_set", "sol_time")}
     assert numeric == {(ids[0], "sinks", False), (ids[2], "window", False), (ids[4], "softcap", False),
-                       (ids[5], "softcap", True), (ids[7], "constant", False)}
+                       (ids[5], "softcap", True), (ids[7], "constant", False), (ids[8], "fp16", False)}
+
+
+def test_fp16_sums_round_the_running_total_every_16_terms():
+    """lint.fp16_sums is torch.bmm with fp16 operands and a running total rounded to fp16 every 16 terms: exact
+    where nothing rounds, and off by fp16's rounding of the partial sums (not fp32's) where they do."""
+    a = torch.ones(1, 1, 64)
+    b = torch.full((1, 64, 1), 0.5)
+    assert lint.fp16_sums(a, b).item() == 32.0  # every partial sum exact in fp16
+    a = torch.full((1, 1, 32), 1.0)
+    b = torch.cat([torch.full((1, 16, 1), 2048.0), torch.full((1, 16, 1), 1 / 64)], dim=1)
+    assert lint.fp16_sums(a, b).item() == 32768.0  # + 0.25 is below half an ulp of fp16 at 32768: rounded away
+    assert torch.bmm(a, b).item() == 32768.25
+    x, y = torch.randn(2, 3, 40), torch.randn(2, 40, 5)
+    assert torch.allclose(lint.fp16_sums(x, y), torch.bmm(x.half().float(), y.half().float()), atol=0.05)
 
 
 def test_size_checks_use_the_arch(capsys):

@@ -302,14 +302,19 @@ def sampled_rows(sc, per_seq=12):
 def test_reference_matches_brute_force_on_every_smoke_and_edge_scenario(suite_name):
     from solbench.core.suites import load_suite
 
+    from solbench.supervisor.inputs import drawn_profile
+
     for sc in load_suite(suite_name).scenarios:
         inp = make_inputs(sc, trial=0)
         rows = sampled_rows(sc)
         want_out, want_lse = brute_force(inp, rows)
         got_out, got_lse = reference(inp)
         idx = torch.tensor(sorted(rows))
-        assert_matches(got_out[idx], want_out[idx], atol=1e-5)
-        assert_matches(got_lse[idx], want_lse[idx], atol=1e-5)
+        # Rows offset by up to 40 logits (smoke's fp16 scenario draws high_logits: inputs.drawn_profile) carry
+        # fp32's rounding of scores that large, ~1.6e-5 at most here: still 30x below half an fp16 ulp of 1.
+        atol = 1e-5 * (1 + drawn_profile(sc).logit_offset_max / 10)
+        assert_matches(got_out[idx], want_out[idx], atol=atol)
+        assert_matches(got_lse[idx], want_lse[idx], atol=atol)
 
 
 @pytest.mark.parametrize("index", range(10))

@@ -135,6 +135,12 @@ FAKE_RUNNER = textwrap.dedent("""\
         elif cmd == "check":
             if mode == "crash_under_racecheck" and os.environ.get("FAKE_TOOL") == "racecheck":
                 os._exit(9)
+            if os.environ.get("FAKE_OUTPUTS"):  # the outputs it hands back (runner.cu hand_back_outputs)
+                data = [a[5:] for a in sys.argv if a.startswith("data=")][0]
+                outputs = bytearray(open(os.environ["FAKE_OUTPUTS"], "rb").read())
+                if mode == "knows_the_sanitizer" and os.environ.get("FAKE_TOOL"):
+                    outputs[0] ^= 1  # clean under the sanitizer: the last bit of one element differs
+                open(data + ".out", "wb").write(outputs)
             print("ok null", flush=True)
         else:
             print("ok null", flush=True)
@@ -223,7 +229,8 @@ def test_findings_are_kept_in_the_record_and_valid_against_its_schema():
     from solbench import schemas
     from solbench.core.model import RunResult
 
-    finding = san.Finding("sc", "racecheck", 1, "Error: Race", "sanitize/sc/racecheck.txt").to_dict()
+    finding = san.Finding("sc", "racecheck", 1, "Error: Race", "sanitize/sc/racecheck.txt", compared=True,
+                          differs="1 of 8 output elements differ in their bits").to_dict()
     d = {"schema": "solbench.run/1", "run_id": "r", "suite": "smoke", "suite_hash": "h",
          "candidate": {"name": "k.cu", "path": "k.cu", "kind": "cu", "sha256": ""}, "arch": "h200",
          "environment": {}, "policy": {}, "outcomes": [], "complete": True, "scenario_count": 0,
@@ -236,3 +243,81 @@ def test_findings_are_kept_in_the_record_and_valid_against_its_schema():
     jsonschema.validate(json.loads(json.dumps(result.to_dict()))["sanitize"], schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate([{**finding, "tool": "leakcheck"}], schema)
+    from solbench.report.tables import _sanitize_line
+
+    line = _sanitize_line(result)
+    assert "1 scenario(s), 1 held to a scored call's outputs: 1 finding(s)" in line, line
+
+
+def _kept_call(tmp_path, monkeypatch, sc):
+    """A scored call of `sc` kept in the run folder (as witness.Witnessed keeps one), and the fake runner told to
+    hand back its outputs."""
+    from solbench.supervisor import witness
+    from solbench.supervisor.reference import reference
+
+    inputs = make_inputs(sc, 3, "cpu", b"s")
+    out, lse = reference(inputs)
+    inputs.out.copy_(out)
+    inputs.lse.copy_(lse)
+    witness.keep(inputs, witness.path_for(tmp_path / "run", sc.id))
+    outputs = tmp_path / "outputs.bin"
+    import torch
+
+    outputs.write_bytes(b"".join(t.contiguous().view(torch.uint8).numpy().tobytes() for t in (inputs.out, inputs.lse)))
+    monkeypatch.setenv("FAKE_OUTPUTS", str(outputs))
+    return inputs
+
+
+def test_the_sanitized_call_is_made_on_a_kept_call_and_held_to_its_outputs(fakes, tmp_path, monkeypatch):
+    sc = load_suite("smoke").scenarios[0]
+    kept = _kept_call(tmp_path, monkeypatch, sc)
+    findings, folder = _sanitize(fakes, tmp_path, monkeypatch, "", [sc])
+    assert all(f.compared and f.clean and not f.differs for f in findings) and san.verdicts(findings) == {}
+    copies = (tmp_path / "copies.txt").read_text().splitlines()
+    import torch
+
+    q_offset, q_bytes = copies[0].split()[2].split(":")[1:]  # the kept call's q, not trial 0's
+    data = (folder / "sanitize" / sc.id / "tensors.bin").read_bytes()
+    assert data[int(q_offset):int(q_offset) + int(q_bytes)] == kept.q.view(torch.uint8).numpy().tobytes()
+    trial0 = make_inputs(sc, 0, "cpu", b"s").q
+    assert kept.q.view(torch.uint8).numpy().tobytes() != trial0.view(torch.uint8).numpy().tobytes()
+
+
+def test_a_candidate_that_behaves_differently_under_the_sanitizer_is_a_sanitizer_error(fakes, tmp_path, monkeypatch):
+    """knows_the_sanitizer.cu's pattern (issue 39, class 6): clean under every tool, one output bit apart from its
+    scored calls: each tool's call differs from the kept one, and the scenario is a sanitizer_error that says so."""
+    sc = load_suite("smoke").scenarios[0]
+    _kept_call(tmp_path, monkeypatch, sc)
+    findings, _ = _sanitize(fakes, tmp_path, monkeypatch, "knows_the_sanitizer", [sc])
+    assert all(f.errors == 0 and not f.first for f in findings)  # every tool itself found nothing
+    assert all(f.compared and f.differs.startswith("1 of ") for f in findings)
+    reason = san.verdicts(findings)[sc.id]
+    assert reason.startswith("compute-sanitizer memcheck: the call's outputs are not those of a scored call"), reason
+
+
+def test_a_scenario_with_no_kept_call_is_sanitized_uncompared(fakes, tmp_path, monkeypatch):
+    sc = load_suite("smoke").scenarios[0]
+    findings, _ = _sanitize(fakes, tmp_path, monkeypatch, "knows_the_sanitizer", [sc])
+    assert all(f.clean and not f.compared for f in findings)
+
+
+def test_the_candidate_reads_one_command_line_in_every_mode(tmp_path):
+    """native/hide_arguments.h, compiled alone: the runner's arguments for a timed run and for a sanitized one
+    differ (confinement, fd socket, CUPTI; own tensors' data file), and what /proc/self/cmdline shows once the
+    runner has read them is the same in both."""
+    import subprocess
+    from pathlib import Path
+
+    header = Path(__file__).resolve().parents[1] / "solbench" / "sandbox" / "native"
+    source = tmp_path / "show.cpp"
+    source.write_text('#include "hide_arguments.h"\n#include <cstdio>\nint main(int argc, char** argv) {\n'
+                      '  hide_arguments(argc, argv);\n  FILE* f = fopen("/proc/self/cmdline", "rb");\n'
+                      '  char buf[8192];\n  fwrite(buf, 1, fread(buf, 1, sizeof buf, f), stdout);\n}\n')
+    exe = tmp_path / "solbench-runner"
+    subprocess.run(["nvcc", "-std=c++17", f"-I{header}", str(source), "-o", str(exe)], check=True, capture_output=True)
+    spec = ImplSpec("candidate", "cu", "/cache/kernel.so", "k.cu", runner="native")
+    timed = runner_argv(exe, spec, TimingPolicy(), 0, writable=(str(tmp_path / "scratch"), "/dev/shm"), fd_socket=5)
+    sanitized = runner_argv(exe, spec, TimingPolicy(), 0, tmp_path / "tensors.bin")
+    assert timed[1:] != sanitized[1:]
+    shown = [subprocess.run(argv, capture_output=True, check=True).stdout for argv in (timed, sanitized)]
+    assert shown[0] == shown[1] == b"solbench-runner\0"

@@ -93,7 +93,24 @@ def test_the_seed_is_clean_under_every_tool(tmp_path):
     assert len(result.sanitize) == 12
     dirty = [f for f in result.sanitize if f["errors"] != 0 or f["first"]]
     assert not dirty, dirty
+    # each sanitized call gave the bits of a call of the scored run on the same inputs (issue 39, class 6)
+    assert all(f["compared"] and not f["differs"] for f in result.sanitize), result.sanitize
     assert all(o.status.value == "passed" for o in result.outcomes), [(o.scenario_id, o.reason) for o in result.outcomes if o.status.value != "passed"]
+
+
+def test_a_kernel_that_knows_the_sanitizer_is_held_to_a_scored_call(tmp_path):
+    """knows_the_sanitizer.cu (issue 39, class 6): clean under every tool, one output bit off in every call of the
+    scored run (within every tolerance, the same bits twice); the sanitized call, made on the inputs of a kept
+    call of the scored run, does not give its bits: sanitizer_error, while the scenarios not sanitized pass."""
+    result = run(RunConfig(candidate=str(CORPUS / "knows_the_sanitizer.cu"), suite="smoke", baselines=(),
+                           policy=QUICK, out_dir=tmp_path, seed=None, max_scenarios=3, sanitize=1))
+    assert len(result.sanitize) == 4 and all(f["errors"] == 0 and not f["first"] for f in result.sanitize), \
+        result.sanitize
+    assert all(f["compared"] and f["differs"].startswith("1 of ") for f in result.sanitize), result.sanitize
+    got = {o.scenario_id: (o.status.value, o.reason[:200]) for o in result.outcomes}
+    sanitized = {f["scenario_id"] for f in result.sanitize}
+    assert all(got[s][0] == "sanitizer_error" and "not those of a scored call" in got[s][1] for s in sanitized), got
+    assert all(status == "passed" for sid, (status, _) in got.items() if sid not in sanitized), got
 
 
 def test_the_seeds_launches_are_counted_and_each_left_a_record(tmp_path):

@@ -25,7 +25,7 @@ solbench run kernel.cu --baselines fa3,flashinfer --filter decode --json   # one
 solbench run kernel.cu --resume reports/RUN --retry-errors   # finish an interrupted run
 solbench run kernel.cu --suite hopper --gpus all          # every GPU here, one scenario per GPU at a time
 solbench run kernel.cu --executor ray --ray-address auto   # a Ray cluster, one GPU per scenario
-solbench run kernel.cu --suite hopper --sanitize         # then compute-sanitizer over the 3 smallest passed scenarios
+solbench run kernel.cu --suite hopper --sanitize         # then compute-sanitizer over the 3 smallest scenarios
 """
 
 
@@ -49,7 +49,8 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("--sanitize", type=int, nargs="?", const=DEFAULT_SCENARIOS, default=0, metavar="N",
                         help="after timing, run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on the "
-                        "candidate's call in the N smallest passed scenarios (default %(const)s); a finding is sanitizer_error")
+                        "candidate's call in the N smallest scenarios that passed (default %(const)s), on the inputs "
+                        "of one of its scored calls, whose outputs it must give again; a finding is sanitizer_error")
     parser.add_argument("--json", action="store_true", help="print one JSON object (scores, failures, per-scenario "
                         "rows, results path) instead of tables; progress goes to stderr")
 
@@ -96,6 +97,7 @@ def run(args) -> int:
         sanitize=args.sanitize,
     )
 
+    _warn_features(suite)
     try:
         with RunProgress() as progress:
             result = runner.run(config, on_outcome=progress.finished, on_start=progress.started)
@@ -136,6 +138,19 @@ def _interrupted(folder: Path) -> str:
     if folder.is_dir():
         return f"no scenario had finished; the same command with --resume {folder} starts the run there"
     return f"before the run folder {folder} was made: nothing to resume"
+
+
+def _warn_features(suite) -> None:
+    """One stderr line per feature that does not bite in some scenario of the suite (solbench.supervisor.bite)."""
+    from solbench.supervisor.bite import warning_lines
+
+    try:
+        lines = warning_lines(suite)
+    except Exception as exc:  # a warning never stops a run; `solbench lint` shows the failure in full
+        lines = [f"solbench run: warning: could not tell whether the suite's features bite ({type(exc).__name__}: "
+                 f"{str(exc)[:200]}); see `solbench lint --suite {suite.name}`"]
+    for line in lines:
+        print(line, file=sys.stderr)
 
 
 def _build_and_bound_only(args, suite) -> None:

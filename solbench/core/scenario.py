@@ -25,7 +25,8 @@ DESCALES = ("none", "per_tensor", "per_head")
 KV_LAYOUTS = ("contiguous", "paged")
 REGIMES = ("prefill", "chunked_prefill", "decode", "split_kv_decode", "mixed")
 MASK_PATTERNS = ("iid", "iid_empty_rows")
-INPUT_PROFILES = ("default", "large_logits", "sinks_negative", "sinks_positive", "high_logits", "peaked", "sinks_lse")
+INPUT_PROFILES = ("default", "plain", "large_logits", "sinks_negative", "sinks_positive", "high_logits", "peaked",
+                  "sinks_lse")
 
 
 @dataclass(frozen=True)
@@ -90,9 +91,11 @@ class Scenario:
     softmax_scale: float | None = None
     """Multiplier of q.k; None means 1 / sqrt(head_dim_qk)."""
     input_profile: str = "default"
-    """How inputs are drawn (solbench.supervisor.inputs.PROFILES): default, large_logits, sinks_negative,
-    sinks_positive, high_logits (scores offset by up to 40 a row), peaked (outlier keys and row-peaked
-    attention), sinks_lse (peaked, with sinks on the rows' LSE scale)."""
+    """How inputs are drawn (solbench.supervisor.inputs.PROFILES): default (none chosen: scores of std 2, and
+    for each feature turned on, inputs where ignoring it fails: inputs.drawn_profile), plain (scores of std 2
+    whatever the features), large_logits, sinks_negative, sinks_positive, high_logits (scores offset by up to
+    40 a row), peaked (outlier keys and row-peaked attention), sinks_lse (peaked, with sinks on the rows' LSE
+    scale)."""
     tag: str = ""
     """Optional suffix that tells apart scenarios a suite wants twice (letters, digits, '_')."""
 

@@ -34,9 +34,9 @@ except ModuleNotFoundError:  # Python 3.10
 
 LENGTH_FIELDS = ("q_lens", "kv_lens", "context_lens")
 SUITE_KEYS = {"name", "description", "arch", "include", "axis", "product", "scenario", "lint_exception"}
-LINT_CHECKS = ("window", "sinks", "softcap", "constant", "working_set", "sol_time")
-"""What `solbench lint` flags (solbench.supervisor.lint): a feature that does not bite, near-constant outputs,
-a working set under 2x L2, a roofline time under 20 us."""
+LINT_CHECKS = ("window", "sinks", "softcap", "fp16", "constant", "working_set", "sol_time")
+"""What `solbench lint` flags (solbench.supervisor.lint): a feature that does not bite (fp16: fp16 accumulation
+would pass), near-constant outputs, a working set under 2x L2, a roofline time under 20 us."""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,9 @@ class UnitContext:
     """Folder of the worker logs."""
     executor: str = "inline"
     """Which executor the agents belong to (recorded in each placement)."""
+    witnessed: tuple[str, ...] = ()
+    """Scenario ids `--sanitize` will check: of each, one random scored call of the candidate is kept in the run
+    folder (solbench.supervisor.witness)."""
 
 
 def make_workers(ctx: UnitContext, log_tag: str = "") -> dict:
@@ -57,6 +60,10 @@ def make_workers(ctx: UnitContext, log_tag: str = "") -> dict:
             workers[n] = NativeWorker(s, ctx.device, ctx.policy, log, arch=ctx.arch)
         else:
             workers[n] = Worker(s, ctx.device, ctx.policy, log, setup_s=setup_s(s))
+    if ctx.witnessed and "candidate" in workers:
+        from solbench.supervisor.witness import Witnessed
+
+        workers["candidate"] = Witnessed(workers["candidate"], folder, ctx.witnessed)
     return workers
 
 

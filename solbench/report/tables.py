@@ -249,9 +249,11 @@ def render_summary(result: RunResult) -> str:
 def _sanitize_line(result: RunResult) -> str:
     scenarios = {f["scenario_id"] for f in result.sanitize}
     tools = sorted({f["tool"] for f in result.sanitize})
-    dirty = [f for f in result.sanitize if f["errors"] != 0 or f["first"]]
+    dirty = [f for f in result.sanitize if f["errors"] != 0 or f["first"] or f.get("differs")]
     verdict = "clean" if not dirty else f"{len(dirty)} finding(s), the scenarios' status is sanitizer_error"
-    return f"compute-sanitizer ({', '.join(tools)}) on {len(scenarios)} scenario(s): {verdict}; logs in sanitize/"
+    held = len({f["scenario_id"] for f in result.sanitize if f.get("compared")})
+    return (f"compute-sanitizer ({', '.join(tools)}) on {len(scenarios)} scenario(s), {held} held to a scored call's "
+            f"outputs: {verdict}; logs in sanitize/")
 
 
 def _triage_line(result: RunResult) -> str:

@@ -10,6 +10,7 @@ memory (`_shared`), so that sending it to a worker never moves it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, fields, replace
 
@@ -58,6 +59,7 @@ class Profile:
 
 PROFILES = {
     "default": Profile(),
+    "plain": Profile(),
     "large_logits": Profile(logit_std=40.0),
     "sinks_negative": Profile(sink_offset=-60.0),
     "sinks_positive": Profile(sink_offset=20.0),
@@ -65,10 +67,27 @@ PROFILES = {
     "peaked": Profile(peak_max=16.0),
     "sinks_lse": Profile(peak_max=16.0, sinks_at_lse=True),
 }
-"""Every name of solbench.core.scenario.INPUT_PROFILES (tests/test_inputs.py keeps the two in step)."""
+"""Every name of solbench.core.scenario.INPUT_PROFILES (tests/test_inputs.py keeps the two in step). `default`
+is what a scenario that names no profile gets, but draws through drawn_profile: a feature it turns on gets inputs
+where ignoring that feature fails. `plain` is the same scores whatever the features, for a suite that means it."""
 PEAK_KEY_FRACTION = 1 / 4096
 PEAK_CHANNEL_VALUE = 32.0  # the outlier keys' massive channel; bulk K elements are N(0, 1)
 OFFSET_CHANNEL_VALUES = (6.0, 7.0, 8.0, 9.0, 10.0)  # high_logits' constant K channel (exact in bf16, fp16, e4m3)
+
+
+def drawn_profile(sc: Scenario) -> Profile:
+    """The profile `sc`'s inputs are drawn with: the one it names, or, for `default` (a suite that chose none),
+    one under which each feature it turns on bites (review of issue 39, class 8: a user suite with sinks and no
+    profile drew sinks ~N(0, 1), far below long rows' LSE, and a kernel that ignored them passed 2 of 3):
+    - fp16 or a softcap: high_logits. Rows offset by up to 40 logits make fp16 accumulation of Q K^T show at
+      any row length (a score's partial sums round at ~2^-11 of the offset), and with a softcap the scores'
+      std of 11 reaches the cap's curve (ignoring it, or a cubic for its tanh, fails for caps up to ~60);
+    - sinks: sinks on the rows' LSE scale (what the profile's scores give them; _typical_lse).
+    Each is what the hopper and blackwell grids draw those features with, where honest libraries pass."""
+    if sc.input_profile != "default":
+        return PROFILES[sc.input_profile]
+    profile = PROFILES["high_logits"] if sc.dtype == "fp16" or sc.softcap else PROFILES["default"]
+    return replace(profile, sinks_at_lse=True) if sc.sinks else profile
 
 
 def input_fingerprint(inputs: Inputs, key: int) -> dict[str, int]:
@@ -132,7 +151,7 @@ def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
     def randn(*shape):
         return torch.randn(*shape, generator=gen, device=device, dtype=torch.float32)
 
-    profile = PROFILES[sc.input_profile]
+    profile = drawn_profile(sc)
     capped = bool(sc.softcap and profile.capped_logit_std)
     std = profile.capped_logit_std if capped else profile.logit_std
     q_std = std / (sc.scale * sc.head_dim_qk ** 0.5)  # q.k * scale has std ~ logit_std
@@ -162,7 +181,8 @@ def draw_values(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes
     if sc.sinks:  # bf16-representable fp32, as learned sinks are stored (GPT-OSS): a kernel that takes its
         # sinks in bf16 (vLLM's FA3 s_aux) reads the exact value every other kernel reads
         if profile.sinks_at_lse:
-            sinks = (torch.rand(sc.heads_q, generator=gen, device=device) * 6.0 - 3.0) + _typical_lse(sc, profile)
+            typical = _typical_lse(sc, profile, capped)
+            sinks = (torch.rand(sc.heads_q, generator=gen, device=device) * 6.0 - 3.0) + typical
         else:
             sinks = randn(sc.heads_q) + profile.sink_offset
         sinks = sinks.to(torch.bfloat16).float()
@@ -193,11 +213,21 @@ def _offset_rows(sc: Scenario, q, k, offset_max: float, gen) -> None:
     q[..., 0] = offset / (sc.scale * values.repeat_interleave(sc.group_size))
 
 
-def _typical_lse(sc: Scenario, profile: Profile) -> float:
-    """The median row's LSE under this profile's bulk scores: log(visible keys) + std^2 / 2 (the log of
-    n draws of e^s, s ~ N(0, std))."""
+@functools.lru_cache(maxsize=64)  # drawn again for every round's refill; a pure function of its arguments
+def _typical_lse(sc: Scenario, profile: Profile, capped: bool = False) -> float:
+    """The median row's LSE under this profile's bulk scores: log(visible keys) + std^2 / 2 (the log of n draws
+    of e^s, s ~ N(0, std)), plus the median row offset where rows are offset. Capped scores (std
+    capped_logit_std, through cap * tanh) are far from that law's regime: their LSE is taken over n evenly
+    spaced quantiles of the capped law instead (what n draws give, the top of the row included)."""
     widths = np.concatenate([np.subtract(*masks.row_intervals(sc, b)[::-1]) for b in range(sc.batch)])
-    return float(np.median(np.log(np.maximum(widths, 1)))) + profile.logit_std ** 2 / 2
+    n = max(int(np.median(np.maximum(widths, 1))), 1)
+    if capped:
+        from scipy.special import logsumexp, ndtri
+
+        z = ndtri((np.arange(n) + 0.5) / n) * profile.capped_logit_std
+        return float(logsumexp(sc.softcap * np.tanh(z / sc.softcap)))
+    typical = float(np.median(np.log(np.maximum(widths, 1)))) + profile.logit_std ** 2 / 2
+    return typical + profile.logit_offset_max / 2
 
 
 def make_inputs(sc: Scenario, trial: int = 0, device: str = "cpu", secret: bytes = b"") -> Inputs:

@@ -5,18 +5,23 @@ Per scenario (names: solbench.core.suites.LINT_CHECKS):
   output dtype, passes the verdict against the reference with it: a kernel that ignored it would pass. For
   softcap, also with tanh(x) replaced by x - x^3/3 (two FMAs for a MUFU op: review m found it passed every
   softcap scenario whose scores stayed far below the cap).
+- fp16: fp16 inputs, where an fp16-accumulating MMA (twice the tensor rate of fp32 accumulation on some GPUs)
+  would pass: Q K^T and P V with P in fp16 and each running sum rounded to fp16 every 16 terms (fp16_sums),
+  on the probe at the scenario's own head dims (the sums over them are what rounds).
 - constant: the outputs are near-constant (their std is under CONSTANT_STD_ATOLS x the dtype's atol), so a
   kernel writing one value would sit within a few tolerances of every element.
 - working_set: the minimal bytes moved are under 2x the arch's L2: a cold-L2 time depends on the flush.
 - sol_time: the roofline time is under SOL_FLOOR_US: the call is launch latency, not work.
+window, sinks, softcap and fp16 (`feature_flags`) are what `solbench run` warns with (solbench.supervisor.bite).
 
 The size checks are exact (solbench.core.roofline). The numeric ones run on a CPU, so they run on a probe: the
 same scenario (regime, layout, dtype, mask, features, input profile) cut to PROBE_SEQUENCES of its sequences
 (spread over their key counts, the longest and the shortest included; whole, so every row sees what it sees
 in the full scenario), up to PROBE_HEADS_KV KV heads with up to PROBE_GROUP query heads each, head dims
 PROBE_HEAD_DIM, and the reference of PROBE_ROWS rows of each sequence (evenly spaced, the last included).
-About 5 s for a 182-scenario grid on two idle cores. The input profiles set scores in logits and draw V
-element-wise, so the probe's scores and outputs follow the full scenario's distribution at every head dim.
+About 5 s for a 182-scenario grid on two idle cores (more with fp16 scenarios). The input profiles set scores
+in logits and draw V element-wise, so the probe's scores and outputs follow the full scenario's distribution at
+every head dim.
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ WITHOUT = {
     "sinks": lambda sc: replace(sc, sinks=False, input_profile="default"),
     "softcap": lambda sc: replace(sc, softcap=0.0),
 }
+FEATURES = ("window", "sinks", "softcap", "fp16")
+"""The checks of features that may not bite, in the order they are reported."""
+FP16_CHUNK = 16
+"""Terms an fp16-accumulating MMA sums before its running total is rounded (an m16n8k16 step's k)."""
 
 
 @dataclass(frozen=True)
@@ -90,33 +99,77 @@ def size_flags(sc: Scenario, spec: ArchSpec) -> list[tuple[str, str]]:
 
 def numeric_flags(sc: Scenario) -> list[tuple[str, str]]:
     """(check, detail) for constant and for each feature of the scenario that does not bite, on its probe."""
-    from solbench.core.tensors import torch_dtype
-    from solbench.supervisor.inputs import make_inputs
-    from solbench.supervisor.reference import reference_rows
-    from solbench.supervisor.verdict import TOLERANCES, judge
+    from solbench.supervisor.verdict import TOLERANCES
 
-    small, tokens = probe(sc)
-    inp = make_inputs(small)
-    ref_out, ref_lse = reference_rows(inp, tokens)
-    out = []
-    std, atol = float(ref_out.std()), TOLERANCES[sc.dtype].atol
-    if std < CONSTANT_STD_ATOLS * atol:
-        out.append(("constant", f"output std {std:.3g} < {CONSTANT_STD_ATOLS:g} x atol {atol:g}"))
+    drawn = _draw(probe(sc))
+    std, atol = float(drawn[2].std()), TOLERANCES[sc.dtype].atol
+    constant = [("constant", f"output std {std:.3g} < {CONSTANT_STD_ATOLS:g} x atol {atol:g}")] \
+        if std < CONSTANT_STD_ATOLS * atol else []
+    return constant + feature_flags(sc, drawn)
+
+
+def feature_flags(sc: Scenario, drawn=None) -> list[tuple[str, str]]:
+    """(check, detail) for each feature of FEATURES the scenario turns on that does not bite on its probe
+    (`drawn`: _draw(probe(sc)) when the caller has it)."""
+    from solbench.core.tensors import torch_dtype
+    from solbench.supervisor.reference import reference_rows
+
+    if not any(has_feature(sc, check) for check in FEATURES):
+        return []
+    inp, tokens, ref_out, ref_lse = drawn or _draw(probe(sc))
+    small, out = inp.scenario, []
+
+    def passes(alt_out, alt_lse, ref=(ref_out, ref_lse)):
+        from solbench.supervisor.verdict import judge
+
+        return judge(alt_out.to(torch_dtype(sc.out_dtype)), alt_lse, *ref, sc.dtype)
+
     for check, without in WITHOUT.items():
-        if not _has(sc, check):
+        if not has_feature(sc, check):
             continue
-        alt_out, alt_lse = reference_rows(replace(inp, scenario=without(small)), tokens)
-        v = judge(alt_out.to(torch_dtype(sc.out_dtype)), alt_lse, ref_out, ref_lse, sc.dtype)
+        v = passes(*reference_rows(replace(inp, scenario=without(small)), tokens))
         if not v.status.is_failure:
             out.append((check, f"ignoring it passes the verdict (max |err| {v.error.max_abs:.3g}, "
                                f"worst row {v.error.row_max_mean_abs:.3g})"))
         elif check == "softcap":
-            alt_out, alt_lse = reference_rows(inp, tokens, cap_shape=cubic_tanh)
-            v = judge(alt_out.to(torch_dtype(sc.out_dtype)), alt_lse, ref_out, ref_lse, sc.dtype)
+            v = passes(*reference_rows(inp, tokens, cap_shape=cubic_tanh))
             if not v.status.is_failure:
                 out.append((check, f"a cubic in place of its tanh passes the verdict (max |err| "
                                    f"{v.error.max_abs:.3g}): the scores stay far below the cap"))
+    if has_feature(sc, "fp16"):  # at the scenario's head dims: the sums over them are what rounds
+        inp, tokens, ref_out, ref_lse = _draw((replace(small, head_dim_qk=sc.head_dim_qk,
+                                                       head_dim_v=sc.head_dim_v), tokens))
+        v = passes(*reference_rows(inp, tokens, products=fp16_sums), (ref_out, ref_lse))
+        if not v.status.is_failure:
+            out.append(("fp16", f"fp16 accumulation passes the verdict (mean |err| {v.error.mean_abs:.3g}, "
+                                f"{v.error.mean_abs / max(v.error.seed_mean_abs, 1e-30):.1f}x the seed's)"))
     return out
+
+
+def _draw(probed):
+    """(inputs, tokens, reference out, reference lse) of a probe: (scenario, tokens)."""
+    from solbench.supervisor.inputs import make_inputs
+    from solbench.supervisor.reference import reference_rows
+
+    small, tokens = probed
+    inp = make_inputs(small)
+    return (inp, tokens, *reference_rows(inp, tokens))
+
+
+def fp16_sums(a, b):
+    """torch.bmm of a [B, M, K] and b [B, K, N] as an fp16-accumulating MMA computes it: operands in fp16,
+    exact sums of FP16_CHUNK terms, the running total rounded to fp16 after each. To first order: each
+    rounding is taken of the exact running sum (one cumulative sum, no loop over the chunks)."""
+    import torch
+
+    a, b = a.half().float(), b.half().float()
+    pad = -a.shape[-1] % FP16_CHUNK
+    a, b = torch.nn.functional.pad(a, (0, pad)), torch.nn.functional.pad(b, (0, 0, 0, pad))
+    (batch, m, k), n = a.shape, b.shape[-1]
+    parts = torch.einsum("bmcj,bcjn->bmcn", a.view(batch, m, k // FP16_CHUNK, FP16_CHUNK),
+                         b.view(batch, k // FP16_CHUNK, FP16_CHUNK, n))
+    sums = parts.cumsum(dim=2)
+    return sums[:, :, -1] + (sums.half().float() - sums).sum(dim=2)
 
 
 def cubic_tanh(x):
@@ -124,9 +177,9 @@ def cubic_tanh(x):
     return x - x * x * x / 3
 
 
-def _has(sc: Scenario, check: str) -> bool:
+def has_feature(sc: Scenario, check: str) -> bool:
     return {"window": sc.window_left >= 0 or (sc.window_right >= 0 and not sc.causal),
-            "sinks": sc.sinks, "softcap": sc.softcap > 0}[check]
+            "sinks": sc.sinks, "softcap": sc.softcap > 0, "fp16": sc.dtype == "fp16"}[check]
 
 
 def probe(sc: Scenario) -> tuple[Scenario, list[int]]:

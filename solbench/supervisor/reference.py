@@ -54,10 +54,11 @@ def reference(inp: Inputs, *, chunk_elems: int = DEFAULT_CHUNK_ELEMS):
     return out, lse
 
 
-def reference_rows(inp: Inputs, tokens, *, chunk_elems: int = DEFAULT_CHUNK_ELEMS, cap_shape=None):
+def reference_rows(inp: Inputs, tokens, *, chunk_elems: int = DEFAULT_CHUNK_ELEMS, cap_shape=None, products=None):
     """fp32 (out [n, heads_q, head_dim_v], lse [n, heads_q]) of the query rows `tokens` (indices into
     total_q) alone: checking a sample of a timed call's rows needs no full reference. `cap_shape` replaces
-    the softcap's tanh (the lint asks whether a cheaper curve would pass)."""
+    the softcap's tanh, `products` the batched matmul of both Q K^T and P V (the lint asks whether a cheaper
+    curve, or narrower sums, would pass)."""
     import torch
 
     sc = inp.scenario
@@ -73,7 +74,7 @@ def reference_rows(inp: Inputs, tokens, *, chunk_elems: int = DEFAULT_CHUNK_ELEM
                 if kv[0] != b:
                     kv = (b, inp.sequence_kv(b))
                 _sequence(inp, b, int(starts[b]), chunk_elems, out[j:j + 1], lse[j:j + 1], rows=(row, row + 1),
-                          kv=kv[1], cap_shape=cap_shape)
+                          kv=kv[1], cap_shape=cap_shape, products=products)
     return out, lse
 
 
@@ -93,7 +94,7 @@ class _Sequence:
 
 
 def _sequence(inp: Inputs, b: int, q_start: int, chunk_elems: int, out, lse, rows=None, kv=None,
-              cap_shape=None) -> None:
+              cap_shape=None, products=None) -> None:
     """Fill out/lse ([rows, heads_q, ...] views) for sequence b's query rows [r_lo, r_hi) (all by
     default), chunk by chunk; `kv` is inp.sequence_kv(b) when the caller has it already."""
     sc = inp.scenario
@@ -121,7 +122,7 @@ def _sequence(inp: Inputs, b: int, q_start: int, chunk_elems: int, out, lse, row
         if k_hi > k_lo:  # else every row of the chunk sees nothing: out stays 0, lse -inf
             heads_per_chunk = max(1, chunk_elems // (n * (k_hi - k_lo)))
             for heads in _head_chunks(hkv, group, heads_per_chunk):
-                _block(seq, sc.scale, sc.softcap, (r0, r1), (k_lo, k_hi), heads, cap_shape)
+                _block(seq, sc.scale, sc.softcap, (r0, r1), (k_lo, k_hi), heads, cap_shape, products)
         r0 = r1
 
 
@@ -141,17 +142,18 @@ def _head_chunks(heads_kv: int, group: int, heads_per_chunk: int):
                 yield kv, kv + 1, g0, min(g0 + heads_per_chunk, group)
 
 
-def _block(seq: _Sequence, scale: float, softcap: float, rows, keys, heads, cap_shape=None) -> None:
+def _block(seq: _Sequence, scale: float, softcap: float, rows, keys, heads, cap_shape=None, products=None) -> None:
     """One score block: rows [r0, r1) x keys [k_lo, k_hi) x query heads (kv, g), kv in [kv0, kv1), g in [g0, g1)."""
     import torch
 
+    bmm = products or torch.bmm
     (r0, r1), (k_lo, k_hi), (kv0, kv1, g0, g1) = rows, keys, heads
     n, nk, ng, width = r1 - r0, kv1 - kv0, g1 - g0, k_hi - k_lo
     dev = seq.q.device
     # [nk, n * ng, dqk] @ [nk, dqk, width]: each KV head multiplies its own query heads.
     q_blk = seq.q[r0:r1, kv0:kv1, g0:g1].permute(1, 0, 2, 3).reshape(nk, n * ng, -1)
     k_blk = seq.k[k_lo:k_hi, kv0:kv1].permute(1, 2, 0)
-    s = torch.bmm(q_blk, k_blk).view(nk, n, ng, width) * scale
+    s = bmm(q_blk, k_blk).view(nk, n, ng, width) * scale
     if softcap:
         s = (cap_shape or torch.tanh)(s / softcap) * softcap
 
@@ -172,7 +174,7 @@ def _block(seq: _Sequence, scale: float, softcap: float, rows, keys, heads, cap_
     blk_lse = torch.where(total > 0, row_max.squeeze(-1) + torch.log(total), torch.full_like(total, float("-inf")))
     # [nk, n * ng, width] @ [nk, width, dv]
     v_blk = seq.v[k_lo:k_hi, kv0:kv1].permute(1, 0, 2)
-    o = torch.bmm(p.view(nk, n * ng, width), v_blk).view(nk, n, ng, -1)
+    o = bmm(p.view(nk, n * ng, width), v_blk).view(nk, n, ng, -1)
     o = o / torch.where(total > 0, total, torch.ones_like(total)).unsqueeze(-1)
     if seq.sinks is not None:
         o = o * torch.sigmoid(blk_lse - seq.sinks[kv0:kv1, g0:g1].view(nk, 1, ng)).unsqueeze(-1)

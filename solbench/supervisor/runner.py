@@ -73,8 +73,8 @@ class RunConfig:
     workers: int | None = None
     """With executor 'ray': units in flight at once (default: the cluster's GPUs)."""
     sanitize: int = 0
-    """After timing, compute-sanitizer's four tools over this many of the smallest passed scenarios
-    (solbench.supervisor.sanitize); 0 = off."""
+    """After timing, compute-sanitizer's four tools over this many of the smallest scenarios, those that passed,
+    each on the inputs of one of its scored calls (solbench.supervisor.sanitize); 0 = off."""
 
     def __post_init__(self):
         for name in ("runner", "seed_runner"):
@@ -249,12 +249,13 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
         raise ConfigError(f"no scenario of suite {suite.name!r} matches --filter {config.filter!r}")
     policy = replace(config.policy, method="cuda_events" if device == "cuda" else "host_clock")
     specs = implementation_specs(config, device, arch)
-    sanitizer = None
+    sanitizer, planned = None, []
     if config.sanitize:
-        from solbench.supervisor.sanitize import check_can_sanitize, find_sanitizer
+        from solbench.supervisor.sanitize import check_can_sanitize, find_sanitizer, smallest
 
         check_can_sanitize(specs["candidate"].kind, device, config.sanitize)
         sanitizer = find_sanitizer()  # said now, not after the timing
+        planned = smallest(scenarios, config.sanitize)  # chosen now: a scored call of each is kept (witness)
 
     previous = load_run(config.resume) if config.resume else None
     folder = Path(config.resume or config.out_dir or Path("reports") / new_run_id(config.candidate, suite.name))
@@ -279,7 +280,8 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
     record = RecordKeeper(folder)
     secret = secrets.token_bytes(16)  # the inputs' contents: known to this process alone, never written down
     folder.mkdir(parents=True, exist_ok=True)
-    ctx = UnitContext(specs, device, policy, config.timeout_s, arch, folder.name, str(folder))
+    ctx = UnitContext(specs, device, policy, config.timeout_s, arch, folder.name, str(folder),
+                      witnessed=tuple(s.id for s in planned))
     # Each unit's agent holds its workers, on its GPU (solbench.executor); the record stays here.
     executor = make_executor(ctx, secret, config.executor, config.gpus, config.ray_address, config.workers)
     # Scenarios never run first, then those retried: a retry replaces its outcome only once it is done,
@@ -306,20 +308,21 @@ def run(config: RunConfig, on_outcome: Callable[[Outcome], None] | None = None,
             "kind": config.executor, "gpus": config.gpus, "ray_address": config.ray_address,
             "workers": config.workers, "events": list(executor.events), "unfinished": list(executor.unfinished)}})
     if sanitizer and result.complete:
-        result = _sanitized(result, config, specs["candidate"], scenarios, ctx, secret, sanitizer)
+        result = _sanitized(result, specs["candidate"], planned, ctx, secret, sanitizer)
     if record.overwritten:  # someone else wrote the file mid-run; what is written now is the supervisor's
         result = replace(result, environment={**result.environment, "record_overwritten_at": record.overwritten})
     record.write(result, "end")
     return result
 
 
-def _sanitized(result: RunResult, config: RunConfig, spec, scenarios, ctx, secret: bytes, sanitizer: str) -> RunResult:
-    """The result with --sanitize's findings, and sanitizer_error for each passed scenario with one."""
+def _sanitized(result: RunResult, spec, planned, ctx, secret: bytes, sanitizer: str) -> RunResult:
+    """The result with --sanitize's findings over the planned scenarios that passed, and sanitizer_error for
+    each with one."""
     from solbench.supervisor.processes import Reaper
-    from solbench.supervisor.sanitize import sanitize, smallest, verdicts
+    from solbench.supervisor.sanitize import sanitize, verdicts
 
     passed = {o.scenario_id for o in result.outcomes if o.status is Status.PASSED}
-    picked = smallest([s for s in scenarios if s.id in passed], config.sanitize)
+    picked = [s for s in planned if s.id in passed]
     reaper = Reaper()  # the sanitized runners are not confined: what they leave behind is ended before the record
     findings = sanitize(spec, picked, ctx.arch, Path(ctx.log_dir), ctx.device, ctx.policy, secret, sanitizer=sanitizer)
     reaper.sweep()

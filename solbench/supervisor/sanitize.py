@@ -1,13 +1,34 @@
 """`solbench run --sanitize`: compute-sanitizer's memcheck, racecheck, initcheck and synccheck over the
-candidate's checked call on the smallest scenarios of the suite (.cu candidates, on a GPU).
+candidate's call on the smallest scenarios of the suite (.cu candidates, on a GPU), held to the outputs of a call
+of the scored run on the very same inputs.
 
 Each (scenario, tool) is one native runner under the sanitizer, in a mode with no timing, CUPTI, flush or
 cover: it allocates every tensor itself at its exact size (so memcheck sees each tensor's own bounds, not
 the guard bytes of the timed runs), copies the inputs in from a file the supervisor writes, leaves the
-outputs uninitialised (so initcheck sees any read of them before a write), calls the candidate once and
-leaves. A scenario with a finding, or whose call did not complete under a tool, gets `sanitizer_error`:
-a race or an uninitialised read that happened to give the right numbers is still a bug, and a candidate
-that behaves differently when it sees a sanitizer must not pass by doing so.
+outputs uninitialised (so initcheck sees any read of them before a write), calls the candidate once, hands
+its outputs back and leaves. A scenario with a finding, or whose call did not complete under a tool, gets
+`sanitizer_error`: a race or an uninitialised read that happened to give the right numbers is still a bug.
+
+A candidate that knows it is under the sanitizer must gain nothing by it (issue 39, class 6). It can know: the
+sanitizer's library is mapped into its process and named in its environment, the sanitizer is its parent, its
+kernels run two orders of magnitude slower, its tensors are its runner's own and nothing confines it. The
+runner shows it one command line in every mode (native/hide_arguments.h), but the rest cannot be hidden from
+code in the same process, and a timed run inside the sanitizer (the same injection present) would time the
+sanitizer. So the class is closed by what is compared, not by what is hidden: during the scored run the
+supervisor keeps one of the candidate's judged calls (checked or timed), drawn at random where the candidate
+cannot see the draw (solbench.supervisor.witness), and the sanitized call is made on exactly its inputs. Its
+outputs must be the kept call's bit for bit (a deterministic candidate's two checked calls must be anyway), or,
+for a candidate declared non-deterministic, pass the verdict on their own; otherwise `sanitizer_error`. A kernel
+that races only when it is not sanitized then fails as soon as the race moves a bit of any judged call. The price:
+a kernel that picks its tiles by timing itself at run time (the sanitizer's slowness would change the pick) must
+declare itself non-deterministic to be sanitized (its sanitized outputs are then judged on their own).
+What remains: a candidate whose two paths give the same bits on the inputs it gets (the race
+never shows in an output); and one that stores the outputs of every timed call where its sanitized process can
+read them back (/dev/shm, its log: the channel inventory closes those). The scenarios sanitized are chosen before
+the run (the smallest of each feature, `smallest`), so their calls can be kept; those that fail are not
+sanitized (a failed scenario already scores the suite 0). A scenario with no kept call (a run resumed from
+one made before this, an executor whose agents do not share the run folder) is sanitized on fresh inputs,
+uncompared, and its findings say so.
 """
 
 from __future__ import annotations
@@ -44,10 +65,14 @@ class Finding:
     """The first reported error, or why the call did not complete ('' when clean)."""
     log: str
     """The tool's log, relative to the run folder."""
+    compared: bool = False
+    """Its outputs were held to a kept call of the scored run on the same inputs (solbench.supervisor.witness)."""
+    differs: str = ""
+    """How they differ from that call's ('' when they do not, or were not compared)."""
 
     @property
     def clean(self) -> bool:
-        return self.errors == 0 and not self.first
+        return self.errors == 0 and not self.first and not self.differs
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -122,41 +147,60 @@ def read_log(path: Path) -> tuple[int | None, str]:
 def sanitize(spec, scenarios, arch: str, folder: Path, device: str, policy, secret: bytes,
              tools=TOOLS, timeout_s: float = TIMEOUT_S, sanitizer: str | None = None,
              runner: Path | None = None) -> list[Finding]:
-    """Every tool over every scenario's checked call (see the module docstring); `runner`: the native
-    runner's executable (None = built for `arch`)."""
-    from solbench.supervisor.python_worker import WorkerFailure
+    """Every tool over every scenario's call on its kept call's inputs (see the module docstring); `runner`: the
+    native runner's executable (None = built for `arch`)."""
+    from solbench.supervisor import witness
     from solbench.supervisor.inputs import make_inputs
-    from solbench.supervisor.native_worker import NativeWorker
 
     exe = sanitizer or find_sanitizer()
+    kept = {sc.id: witness.load(folder, sc) for sc in scenarios}  # all read before any sanitized runner starts
     findings = []
     for sc in scenarios:
         where = Path(folder) / "sanitize" / sc.id
         where.mkdir(parents=True, exist_ok=True)
-        inputs = make_inputs(sc, 0, "cpu", secret)
+        inputs = kept[sc.id] or make_inputs(sc, 0, "cpu", secret)
         for tool in tools:
             log = where / f"{tool}.txt"
             log.unlink(missing_ok=True)
             wrap = (exe, "--tool", tool, "--print-limit", "20", "--log-file", str(log), *TOOL_OPTIONS[tool])
-            worker = NativeWorker(spec, device, policy, where / f"{tool}-runner.log", arch=arch, wrap=wrap,
-                                  own_memory=where / "tensors.bin", runner=runner)
-            failed = ""
-            try:
-                worker.start(timeout_s)
-                for cmd, payload in (("prepare", {"check": inputs, "rotation": []}), ("check", {"keep": False})):
-                    reply = worker.request(cmd, payload, timeout_s)
-                    if isinstance(reply, dict) and "unsupported" in reply:
-                        failed = f"the candidate declined the scenario under {tool}: {reply['unsupported']}"
-                        break
-            except WorkerFailure as exc:
-                failed = f"the call did not complete under {tool}: {exc}"
-            finally:
-                worker.stop(grace_s=timeout_s)
+            failed, handed_back = _call(spec, device, policy, arch, runner, wrap, where, tool, inputs, timeout_s)
             errors, first = read_log(log)
             if errors is None and not failed:
                 failed = f"{tool} wrote no summary line (see {log.name})"
-            findings.append(Finding(sc.id, tool, errors, first if errors else failed, str(log.relative_to(folder))))
+            differs = ""
+            if kept[sc.id] is not None and not failed:
+                differs = witness.differs(kept[sc.id], handed_back, getattr(spec, "deterministic", True))
+            findings.append(Finding(sc.id, tool, errors, first if errors else failed, str(log.relative_to(folder)),
+                                    compared=kept[sc.id] is not None and not failed, differs=differs))
     return findings
+
+
+def _call(spec, device, policy, arch, runner, wrap, where: Path, tool: str, inputs, timeout_s: float):
+    """(why the call did not complete, '' if it did; the outputs it handed back) of one runner under `wrap`."""
+    from solbench.supervisor.native_worker import NativeWorker
+    from solbench.supervisor.python_worker import WorkerFailure
+
+    data = where / "tensors.bin"
+    handed_back = data.with_name(data.name + ".out")  # where the runner writes the check's outputs (runner.cu)
+    handed_back.unlink(missing_ok=True)
+    worker = NativeWorker(spec, device, policy, where / f"{tool}-runner.log", arch=arch, wrap=wrap,
+                          own_memory=data, runner=runner)
+    failed = ""
+    try:
+        worker.start(timeout_s)
+        for cmd, payload in (("prepare", {"check": inputs, "rotation": []}), ("check", {"keep": False})):
+            reply = worker.request(cmd, payload, timeout_s)
+            if isinstance(reply, dict) and "unsupported" in reply:
+                failed = f"the candidate declined the scenario under {tool}: {reply['unsupported']}"
+                break
+    except WorkerFailure as exc:
+        failed = f"the call did not complete under {tool}: {exc}"
+    finally:
+        worker.stop(grace_s=timeout_s)
+    try:
+        return failed, handed_back.read_bytes()
+    except OSError:
+        return failed, b""
 
 
 def verdicts(findings: list[Finding]) -> dict[str, str]:
@@ -164,6 +208,10 @@ def verdicts(findings: list[Finding]) -> dict[str, str]:
     out: dict[str, str] = {}
     for f in findings:
         if f.clean or f.scenario_id in out:
+            continue
+        if f.differs and not f.errors:
+            out[f.scenario_id] = (f"compute-sanitizer {f.tool}: the call's outputs are not those of a scored call "
+                                  f"on the same inputs: {f.differs} (log: {f.log})")
             continue
         what = f"{f.errors} error(s)" if f.errors else "incomplete"
         out[f.scenario_id] = f"compute-sanitizer {f.tool}: {what}: {f.first} (log: {f.log})"

@@ -49,6 +49,7 @@
 #include "cupti_lite.h"
 #include "fd_receive.h"  // receive_fds(): the supervisor's tensors' fds off the fd socket
 #include "format.h"
+#include "hide_arguments.h"  // hide_arguments(): one command line for every mode, as the candidate reads it
 #include "solbench_attention.h"
 
 // ------------------------------------------------------------------ the runner's own kernels
@@ -705,6 +706,7 @@ static std::string load_candidate(const Config& c, Candidate* out) {
 struct Copy {
     SolbenchAttentionParams p;
     void* workspace = nullptr;
+    size_t own_out_bytes = 0, own_lse_bytes = 0;  // own outputs ("own:-:BYTES"): what a check hands back (data=)
 };
 
 // A mapping of one of the supervisor's allocations (imported from the fd it sent).
@@ -886,6 +888,9 @@ static std::string bind_copy(const Candidate& cand, const char* line, Copy* out)
         void* ptr = nullptr;
         if (!map_tensor(token, &ptr, &why)) return why;
         *field = ptr;
+        unsigned long long bytes = 0;
+        if (sscanf(token, "own:-:%llu", &bytes) == 1 && field == (const void**)&out->p.out) out->own_out_bytes = bytes;
+        if (sscanf(token, "own:-:%llu", &bytes) == 1 && field == (const void**)&out->p.lse) out->own_lse_bytes = bytes;
     }
     out->p.stream = nullptr;  // the legacy default stream, as torch's current stream is in the Python host
     out->p.workspace = nullptr;
@@ -1252,6 +1257,20 @@ static void cmd_warm_up() {
 // first checked call is profiled, never the supervisor's own kernels or the timing loop around the calls.
 static bool g_profile_next_check = getenv("SOLBENCH_PROFILE_CHECK") != nullptr;
 
+// With own tensors (data=, solbench run --sanitize), the check call's outputs, out's bytes then lse's, to
+// DATA.out: the supervisor compares them with the scored call's on the same inputs (solbench.supervisor.sanitize).
+static std::string hand_back_outputs(const Copy& c) {
+    std::vector<char> host(c.own_out_bytes + c.own_lse_bytes);
+    cudaError_t err = cudaMemcpy(host.data(), c.p.out, c.own_out_bytes, cudaMemcpyDeviceToHost);
+    if (err == cudaSuccess) err = cudaMemcpy(host.data() + c.own_out_bytes, c.p.lse, c.own_lse_bytes, cudaMemcpyDeviceToHost);
+    if (err != cudaSuccess) return format("reading the outputs back: %s", cudaGetErrorString(err));
+    std::string path = g_cfg.data_path + ".out";
+    FILE* f = fopen(path.c_str(), "wb");
+    bool written = f && fwrite(host.data(), 1, host.size(), f) == host.size();
+    if (f) written = fclose(f) == 0 && written;
+    return written ? "" : "cannot write " + path;
+}
+
 static void cmd_check(bool keep) {
     if (!g_check_alive) return reply("error", "check without a check copy");
     check_cuda("before the check call", cudaDeviceSynchronize());
@@ -1265,6 +1284,10 @@ static void cmd_check(bool keep) {
     if (!keep) g_check_alive = false;
     if (code == SOLBENCH_ERR_UNSUPPORTED) return reply("unsupported", code_text(code));
     if (code) return reply("error", code_text(code));
+    if (!g_cfg.data_path.empty() && g_copies[0].own_out_bytes) {
+        std::string why = hand_back_outputs(g_copies[0]);
+        if (!why.empty()) return reply("error", why);
+    }
     for (auto& k : cupti_take()) {
         std::string why = k.copy ? "" : forbidden_kernel(g_timer.cfg, k.name);
         if (!why.empty()) return reply("forbidden", why);
@@ -1404,6 +1427,7 @@ int main(int argc, char** argv) {
     g_commands = fdopen(in_fd, "r");
     g_replies = fdopen(out_fd, "w");
     g_cfg = parse_config(argc, argv);
+    hide_arguments(argc, argv);
     const Config& cfg = g_cfg;
     // Landlock binds this thread and the threads it starts from now on: confined before CUDA and CUPTI start
     // theirs, on which the candidate's code can run too (a host function).
