@@ -7,7 +7,7 @@ kernel length (below 2 ms of unexplained time per round, any factor passes). The
 guaranteed" section implies it; this file measures it (the forged native runner, forges_replies.cu, gets
 the same 1.8x from a .cu).
 
-expect: see tests/test_review18_cpu.py (must be tampered: a per-round bound on the supervisor's clock)
+expect: see tests/test_forgery_bound_cpu.py (caught on calls long against the loop; within the bound on short ones)
 """
 
 import time
