@@ -1,4 +1,4 @@
-"""Cheat class 1 (patching the harness), found in review 18: fakes_samples.py reports a tenth of its times
+"""Cheat class 1 (patching the harness): fakes_samples.py reports a tenth of its times
 and the supervisor's clock catches it; the clock rule (audit.py 27-28, 133-135) flags a round only when the
 unexplained time is more than half the round and more than 2 ms, and only when most rounds do. So this
 module replaces the same `Sample` record to report 0.55 of every time: 45 % of each round is unexplained,
@@ -7,7 +7,7 @@ kernel length (below 2 ms of unexplained time per round, any factor passes). The
 guaranteed" section implies it; this file measures it (the forged native runner, forges_replies.cu, gets
 the same 1.8x from a .cu).
 
-expect: see tests/test_review18_cpu.py (must be tampered: a per-round bound on the supervisor's clock)
+expect: see tests/test_adversarial_python_cpu.py (must be tampered: a per-round bound on the supervisor's clock)
 """
 
 import time
