@@ -2,7 +2,7 @@
 and that both agree (run on a GPU: python3 benchmarks/fingerprint_speed.py [SCENARIO_ID ...]).
 
 The audit fingerprints each candidate copy twice a round (before and after it); on the H200 the torch form was
-most of the ~0.1 s per GB of inputs a hopper round spent outside the calls (session 2026-12-03f)."""
+most of the ~0.1 s per GB of inputs a hopper round spent outside the calls (H200, 2026-12-03)."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ method it reports the A/A noise (|median per-round ratio - 1|: p50, p95, max, an
 1) and the geomean of the candidate's median time against the 'read' method's (a write flush that leaves
 dirty lines to be written back inside the timed kernel shows as a longer time than read).
 
-    python benchmarks/flush_compare.py [--suite hopper-d128] [--out reports/timing-h200/flush] [--methods write,read,both]
+    python benchmarks/flush_compare.py [--suite hopper-d128] [--out reports/h200/flush] [--methods write,read,both]
 
-Writes reports/timing-h200/flush/<method>/ (each run) and reports/timing-h200/flush_compare.md (the table).
+Writes reports/h200/flush/<method>/ (each run) and reports/h200/flush_compare.md (the table).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def measure(method: str, suite: Path, out: Path, library: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "timing-h200" / "flush")
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "h200" / "flush")
     parser.add_argument("--methods", default="write,read,both")
     parser.add_argument("--suite", default="hopper-d128")
     parser.add_argument("--library", default="vllm-fa3", help="the baseline timed against itself (A/A)")

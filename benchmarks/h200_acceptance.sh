@@ -44,7 +44,7 @@ solbench() { python3 -m solbench "$@"; }
 deadline=$((SECONDS + ${BUDGET:-540}))
 [ "${KEEP_COMPILE_CACHE:-0}" = 1 ] && trap 'tar -cz .compile-cache | split -b 15M -d - "$out/compile-cache.tgz.part" && ls -la "$out"/compile-cache.tgz.part*' EXIT
 # Recorded baseline runs: a shorter warm-up and launcher A/B, so 7 implementations over 182 scenarios fit
-# the GPU budget; the results record it. Rounds of 5 samples, at least 4 (the defaults until session 3), so
+# the GPU budget; the results record it. Rounds of 5 samples, at least 4 (the defaults before rounds alternated their order), so
 # the partly recorded hopper run can be resumed: --resume refuses any other policy.
 RECORD_POLICY="${RECORD_POLICY:-warmup_ms=30,launcher_budget_ms=60,max_time_s=4,round_samples=5,min_rounds=4}"
 

@@ -1,4 +1,4 @@
-"""Review 22's probe (on a GPU; torch optional): can a worker open device memory it was never sent?
+"""A probe (on a GPU; torch optional): can a worker open device memory it was never sent?
 
 Three questions, one line each that ends in OPENED or refused:
 

@@ -7,7 +7,7 @@ both sizes as `solbench calibrate`), so drift and power state hit each dtype ali
 kept is the median over rounds of the best-of-two-sizes burst ceiling; the SM clock and throttle reasons
 of each burst are printed so a throttled round shows.
 
-    python benchmarks/recalibrate_dtypes.py [--rounds 3] [--json reports/timing-h200/recalibrate.json] [--write]
+    python benchmarks/recalibrate_dtypes.py [--rounds 3] [--json reports/h200/timing/recalibrate.json] [--write]
 
 --write replaces bf16/fp16/fp8 (ceiling and sustained) in roofline/measured/<arch>.toml, keeping the rest.
 """

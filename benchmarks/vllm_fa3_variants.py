@@ -2,7 +2,7 @@
 call as bound, and with one of its arguments changed, next to fa3-fwd, on the scenarios where the gap was
 widest. Needs the H200 with both staged; not a unit test (CUDA events, no L2 flush: relative only).
 
-In baselines/h200/hopper.json (session 2026-12-03d) vllm-fa3 took 1.18x fa3-fwd's median time on the 28
+In baselines/h200/hopper.json (H200, 2026-12-03) vllm-fa3 took 1.18x fa3-fwd's median time on the 28
 scenarios both ran (d256 fp8 per-head descale 3.2x, d192 fp8 1.6x, bf16 0.92-1.1x). Candidates: the
 scheduler metadata the adapter computes (vLLM computes it once per step the same way), pack_gqa, num_splits,
 the varlen path for a dense batch (fa3-fwd's adapter uses the batch path), and the LSE copy.

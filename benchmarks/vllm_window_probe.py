@@ -1,6 +1,6 @@
 """Which rows vllm-fa3 gets wrong on non-causal sliding windows, and which window it computed there.
 
-On the H200 (session 2026-12-03d) vllm-fa3 failed 2 of the 3 hopper scenarios with a window on both sides
+On the H200 (2026-12-03) vllm-fa3 failed 2 of the 3 hopper scenarios with a window on both sides
 (wl511 wr511, peaked profile): LSE off by up to 0.046 on a few rows (every other library 5.7e-6). A window
 that is off by one key on one side changes a row by that key's weight: ~1/1000 on an ordinary row (inside
 tolerance), a lot on a row whose outlier key (the peaked profile's) sits exactly at the edge. This runs the

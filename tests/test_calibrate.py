@@ -258,7 +258,7 @@ def test_committed_h200_profile_has_burst_ceilings_above_sustained_rates():
 
 
 def test_profile_written_before_sustained_keys_loads_unchanged(tmp_path):
-    path = Path(__file__).parent / "data" / "h200-profile-before-bursts.toml"  # session 1's H200 profile
+    path = Path(__file__).parent / "data" / "h200-profile-before-bursts.toml"  # the H200 profile measured before bursts
     text = path.read_text()
     assert "sustained" not in text  # written before the sustained keys existed
     profile = load_profile(path)

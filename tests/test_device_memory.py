@@ -382,7 +382,7 @@ def test_out_of_device_memory_is_torch_s_error(fake, monkeypatch):
 
 
 def test_a_worker_that_never_reads_its_socket_costs_a_timeout_not_a_blocked_supervisor(monkeypatch):
-    """Review of the fd path: a worker that answers but never reads its fd socket blocked the supervisor's send
+    """A worker that answers but never reads its fd socket blocked the supervisor's send
     for good once the socket's buffer was full; now the send gives up after SEND_TIMEOUT_S (an OSError the
     worker handles turn into that worker's failure)."""
     import socket

@@ -259,7 +259,7 @@ def test_out_of_memory_is_tried_again_with_fresh_workers(tmp_path, monkeypatch):
 
 
 def test_out_of_memory_after_the_candidate_had_the_contents_is_not_tried_again(tmp_path, monkeypatch):
-    """Review h: a candidate that knows it fails a scenario (it can compute the reference itself) could fill the
+    """A candidate that knows it fails a scenario (it can compute the reference itself) could fill the
     device and let the supervisor run out of memory, for a new draw. Once it was given the scenario's contents,
     running out of memory ends the scenario as a machine error that neither the run nor --retry-errors
     evaluates again (never passed, never counted as wrong)."""

@@ -149,7 +149,7 @@ def test_every_scenario_profile_has_its_drawing_rule():
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp8_e4m3"])
 def test_high_logits_reach_about_40_over_a_spread_bulk(dtype):
     """Each (query, head) has its own offset U(0, 40) over scores of std 4: large logits, and hardly a key block
-    of a long row far enough below the row's max to be dropped (review m: std 11 made half of them negligible)."""
+    of a long row far enough below the row's max to be dropped (std 11 made half of them negligible)."""
     sc = Scenario(q_lens=(64,), kv_lens=(4096,), heads_q=2, heads_kv=2, causal=False, input_profile="high_logits",
                   dtype=dtype, descale="per_tensor" if dtype == "fp8_e4m3" else "none")
     inp = make_inputs(sc)

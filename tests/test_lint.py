@@ -49,7 +49,7 @@ def test_every_other_shipped_suite_lints_clean_or_says_why(name, arch, capsys):
 
 def test_features_that_do_not_bite_are_flagged(tmp_path, capsys):
     """The old grid's failures: sinks ~N(0, 1) far below long rows' LSE, a 4096 window on rows of <= 4096 keys, a
-    softcap far above every score, one whose scores stay where a cubic is close to tanh (review m), fp16 rows too
+    softcap far above every score, one whose scores stay where a cubic is close to tanh, fp16 rows too
     short for fp16 accumulation to show; each on a scenario of its own (drawn `plain`, as a suite that names no
     profile drew them before issue 39), beside ones where the feature bites: the same scenarios with no profile
     named, which draw inputs where each feature bites (inputs.drawn_profile)."""

@@ -40,7 +40,7 @@ def test_without_a_gpu_the_runner_answers_one_error_line_and_exits(tmp_path):
 def test_the_runners_confinement_allows_writes_only_beneath_its_folders(tmp_path):
     """confine.h (what the runner applies before CUDA starts), compiled alone and tried on a CPU: a write
     beneath the scratch folder works, one beside it does not; /dev/null and /proc/self's files (the driver names
-    its threads after the confinement) can still be opened for writing; no device node can be made (review j:
+    its threads after the confinement) can still be opened for writing; no device node can be made (
     as root, a block device in /dev/shm is the raw disk); no TCP connection (ABI >= 4: a local Ray cluster ran
     code for the candidate); (ABI >= 6) no signal reaches a process outside; no capability is left. A process
     that already runs a second thread is not confined at all, and says it was too late."""
@@ -123,8 +123,8 @@ int main(int argc, char**) {{
 def test_the_runners_candidate_starts_threads_but_no_process_and_reaches_no_other(tmp_path):
     """confine.h's filter_syscalls (applied before the candidate loads), compiled alone and tried on a CPU: a
     thread starts; fork, posix_spawn, system and execve do not, on a thread started before the filter too
-    (review i2: without TSYNC it forked). Another process of the same user (here the parent) keeps its limits,
-    priority and CPUs (review j: an RLIMIT_CPU under a comparator's CPU time got it killed by the kernel), while
+    (without TSYNC it forked). Another process of the same user (here the parent) keeps its limits,
+    priority and CPUs (an RLIMIT_CPU under a comparator's CPU time got it killed by the kernel), while
     the process's own still change; no user namespace."""
     from pathlib import Path
 
@@ -186,7 +186,7 @@ int main() {{
     char params[120] = {{0}};
     long ring = syscall(425, 4, params);  // io_uring_setup
     printf("io_uring %ld %d\\n", ring, errno);
-    int woken = prctl(PR_SET_PDEATHSIG, SIGCONT);  // review n: a SIGCONT when the thread that made it ends
+    int woken = prctl(PR_SET_PDEATHSIG, SIGCONT);  // a SIGCONT when the thread that made it ends
     int woken_errno = errno;
     printf("deathsig %d %d %d\\n", woken, woken_errno, prctl(PR_SET_PDEATHSIG, SIGKILL));
 }}

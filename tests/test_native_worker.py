@@ -109,7 +109,7 @@ def test_each_failure_of_the_runner_is_the_failure_the_loop_maps_to_a_status(fak
 @pytest.mark.parametrize("mode, cmd, payload", [("badjson", "check", None), ("badround", "round", {"order": [0, 1]})])
 def test_a_malformed_runner_reply_is_tampering_not_a_crash_of_the_run(fake_runner, tmp_path, monkeypatch, mode, cmd,
                                                                      payload):
-    """The runner's lines are the candidate's to forge (review of the fd path: ten malformed replies raised
+    """The runner's lines are the candidate's to forge (ten malformed replies raised
     JSONDecodeError, KeyError or TypeError out of evaluate() and ended the run)."""
     worker = _worker(fake_runner, tmp_path, monkeypatch, mode)
     with pytest.raises(WorkerFailure) as caught:

@@ -145,7 +145,7 @@ def test_no_max_subtraction_overflows_on_peaked_rows_and_passes_flat_ones():
 
 
 def test_a_cubic_softcap_fails_where_the_scores_reach_the_cap():
-    """Review m: a cubic in place of the softcap's tanh passed every softcap scenario whose scores stay far below the
+    """A cubic in place of the softcap's tanh passed every softcap scenario whose scores stay far below the
     cap (`solbench lint` flags those, and the shipped suites say why they keep them); on the high_logits ones, whose
     top scores reach the cap's curve, it fails in every suite."""
     chosen = [sc for sc in small_scenarios() if sc.softcap and sc.input_profile == "high_logits"]
@@ -162,7 +162,7 @@ for _sc in load_suite("hopper").scenarios:  # one per (head dims, dtype) of the 
 
 @pytest.mark.parametrize("sc", HIGH_LOGITS.values(), ids=lambda s: s.id)
 def test_no_block_of_a_long_high_logits_row_is_negligible(sc):
-    """Review m: scores of std 11 made half of a long row's key blocks lie 12 below its max, so dropping them passed
+    """Scores of std 11 made half of a long row's key blocks lie 12 below its max, so dropping them passed
     (skips_far_blocks.py); offset rows over a bulk of std 4 leave hardly any to drop (under 0.1 %; with a softcap
     the profile keeps std 11, the README's limit)."""
     cheat = PythonImpl(str(CORPUS / "skips_far_blocks.py")).module

@@ -155,7 +155,7 @@ def test_python_hosted_kernel_records_come_from_the_profilers_trace_and_ride_on_
                                      [{"name": "k", "grid": [1, 1], "block": [1, 1, 1], "duration_ms": 1.0}],
                                      [{"name": "k", "grid": [1, 1, 1], "block": [1, 1, 1], "duration_ms": float("nan")}]])
 def test_malformed_kernel_records_are_no_records_not_a_crash(records):
-    """Review 22: a worker's telemetry comes from the implementation's own process; records of any other
+    """A worker's telemetry comes from the implementation's own process; records of any other
     shape crashed the triage, and with it every report of the run. The supervisor drops them as they arrive
     (rounds.checked_telemetry) and the triage reads only the valid shape (solbench.core.kernels)."""
     from solbench.supervisor.rounds import checked_telemetry

@@ -195,7 +195,7 @@ def test_the_native_runners_own_time_between_calls_is_not_hidden_work():
 
 def test_a_reply_begun_and_never_finished_does_not_hang_the_supervisor():
     """A worker that writes a frame's length and part of its body, then stops, blocked the supervisor's read for
-    good (review 21): the read has a deadline, after which the worker is stopped and the read ends."""
+    good: the read has a deadline, after which the worker is stopped and the read ends."""
     import os
     import struct
     from multiprocessing import Pipe
@@ -221,7 +221,7 @@ def test_a_reply_begun_and_never_finished_does_not_hang_the_supervisor():
 def test_the_candidates_worker_holds_few_files_open_hard_limit_included(tmp_path):
     """Fds in flight over Unix sockets count against the user and a send is refused once the count passes
     the sender's RLIMIT_NOFILE: a candidate with the supervisor's limit could park enough of them to make the
-    supervisor's sends to the comparators fail (review of the fd path, finding 1). Confined, it holds at most
+    supervisor's sends to the comparators fail. Confined, it holds at most
     open_files_cap files, hard limit included, below the supervisor's own limit."""
     import resource
     import subprocess

@@ -28,9 +28,9 @@ KNOWN_ESCAPES: dict[str, str] = {
     "forges_replies.cu": "its constructor owns the runner's reply pipe and reports 0.55 of its times; on smoke's "
                          "short calls that hides less than the supervisor's clock rule can see (README: what is not "
                          "guaranteed)",
-    "forges_replies_past_busy.cu": "review 21: forges_replies.cu at 0.1, busy_ms left honest: since 2ba16ef the clock "
+    "forges_replies_past_busy.cu": "forges_replies.cu at 0.1, busy_ms left honest: since 2ba16ef the clock "
                                    "check explains a native round by the runner's busy_ms, so no forged factor is "
-                                   "unexplained (tests/test_review21_cpu.py)",
+                                   "unexplained (tests/test_forgery_cpu.py)",
 }
 """Cheats that still get past the checks, each with what was seen: the test fails once one is caught, so
 the entry is removed then."""
@@ -52,7 +52,7 @@ def test_each_cuda_cheat_gets_its_status(name, tmp_path):
 
 
 def test_a_runner_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_path):
-    """wakes_itself.cu (review l): a SIGCONT timer undoes the stop between requests; held while the seed is
+    """wakes_itself.cu: a SIGCONT timer undoes the stop between requests; held while the seed is
     timed, its threads are found awake at its next request, on every scenario."""
     result = run(RunConfig(candidate=str(CORPUS / "wakes_itself.cu"), suite="smoke", baselines=(), policy=QUICK,
                            out_dir=tmp_path, seed=str(SEED), max_scenarios=3))
@@ -61,7 +61,7 @@ def test_a_runner_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_path
 
 
 def test_a_runner_that_wakes_briefly_while_the_seed_is_timed_is_tampered(tmp_path):
-    """wakes_briefly.cu (review m): woken by its own timer while held, it launches GPU work and stops itself
+    """wakes_briefly.cu: woken by its own timer while held, it launches GPU work and stops itself
     again within microseconds; the threads' run counts show it at its next request, on every scenario."""
     result = run(RunConfig(candidate=str(CORPUS / "wakes_briefly.cu"), suite="smoke", baselines=(), policy=QUICK,
                            out_dir=tmp_path, seed=str(SEED), max_scenarios=3))

@@ -1,9 +1,9 @@
-// daemon_under_sanitizer.cu -- class 7 (the record) through --sanitize, found in review 18: the supervisor
+// daemon_under_sanitizer.cu -- class 7 (the record) through --sanitize: the supervisor
 // sweeps orphans only inside the executor (executor/units.py 141, 149); `--sanitize` runs afterwards
 // (runner.py 288: executor.close() in `finally`, then _sanitized at 293), starts the candidate again in native
-// runners under compute-sanitizer (sanitize.py 140-153) and stops each with killpg of its own session only
+// runners under compute-sanitizer (sanitize.py 140-153) and stops each with killpg of its own process group only
 // (native_worker.py 203), and nothing sweeps before the final write (runner.py 297). This library's
-// constructor looks at its parent: under compute-sanitizer it forks a daemon in a session of its own
+// constructor looks at its parent: under compute-sanitizer it forks a daemon in its own session
 // (double fork). The daemon is re-parented to the supervisor, never swept, and outlives `solbench run`;
 // when the supervisor has exited it rewrites results.json, turning every `sanitizer_error` into `passed`.
 // The kernel itself is reads_past_end.cu: the seed plus a tail load past the end of q that only memcheck

@@ -1,4 +1,4 @@
-// disables_cupti.cu -- class 4 (work the events do not see), found in review 18: the native runner's CUPTI
+// disables_cupti.cu -- class 4 (work the events do not see): the native runner's CUPTI
 // evidence lives in the candidate's own process, so the candidate switches it off. Its constructor (run at
 // dlopen, after the runner started CUPTI) opens the libcupti the runner already loaded (RTLD_NOLOAD: the same
 // handle, nothing new mapped) and calls cuptiActivityDisable for the three kinds the runner enabled

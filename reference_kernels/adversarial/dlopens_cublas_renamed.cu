@@ -1,4 +1,4 @@
-// dlopens_cublas_renamed.cu -- class 6 (forbidden libraries at run time), found in review 18: the native
+// dlopens_cublas_renamed.cu -- class 6 (forbidden libraries at run time): the native
 // runner recognises a vendor library only by the file name of a mapping (runner.cu 204-223: the basename
 // must start with "libcublas", "libcudnn" or "libcutlass") and by the substrings "cublas" / "cudnn" /
 // "cutlass" in CUPTI's kernel names (runner.cu 226-234); cuBLAS(Lt)'s own GEMM kernels on Hopper are named

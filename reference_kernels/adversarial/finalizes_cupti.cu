@@ -1,4 +1,4 @@
-// finalizes_cupti.cu -- class 4 (work the events do not see), after the launch count (session i): the runner
+// finalizes_cupti.cu -- class 4 (work the events do not see), after the launch count: the runner
 // counts every kernel launch with a CUPTI callback subscription (toggles_cupti.cu is caught by it), so the
 // candidate detaches CUPTI altogether. cuptiFinalize needs no handle of the runner's: it ends the runner's
 // callback subscription and its activity recording at once, after which the candidate's launches are neither

@@ -1,4 +1,4 @@
-// forges_replies.cu -- class 1 (patching the harness) for the native runner, found in review 18: "no Python
+// forges_replies.cu -- class 1 (patching the harness) for the native runner: "no Python
 // in the timed process" removes the interpreter, not the candidate's control of the process. The runner
 // keeps its reply pipe open on a plain descriptor (runner.cu 874: out_fd = dup(1), before CUDA opens any
 // file, so it is the lowest write-only pipe descriptor above 2) and writes every reply there through a

@@ -1,4 +1,4 @@
-// toggles_copies.cu -- class 4 (work the events do not see), review i's fourth finding against the launch count:
+// toggles_copies.cu -- class 4 (work the events do not see), against the launch count:
 // kernel launches are counted and must leave a record, copies and memsets were not. This one switches copy and
 // memset records off inside its call and moves 32 MiB on a private stream while the launch cover holds the
 // timing stream (what a cheat would use to warm L2 with the keys and values before its timed kernel starts),

@@ -1,4 +1,4 @@
-// toggles_cupti.cu -- class 4 (work the events do not see), found in review h: disables_cupti.cu switched
+// toggles_cupti.cu -- class 4 (work the events do not see): disables_cupti.cu switched
 // CUPTI's recording off for good and is caught, because the runner's own marks (the spin, the open and end marks,
 // launched outside the call) then go unrecorded (cupti_blind). This one switches it off only inside its call and
 // on again before returning: the marks are all recorded, and the work it launched meanwhile has no record at all

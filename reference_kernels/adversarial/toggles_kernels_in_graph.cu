@@ -1,4 +1,4 @@
-// toggles_kernels_in_graph.cu -- class 4 (work the events do not see), review i's first finding against the launch
+// toggles_kernels_in_graph.cu -- class 4 (work the events do not see), against the launch
 // count: toggles_cupti.cu switched every kind of record off inside its call and was caught because its kernel
 // launches left no record. This one switches off kernel records only and launches its work as one graph: the
 // seed's kernels captured on a private stream, then a 4-byte memset node. The memset's record carries the graph

@@ -1,6 +1,6 @@
-// wakes_briefly.cu -- review m, the native runner's twin of wakes_briefly.py: wakes_itself.cu made quiet. The
-// supervisor stops the candidate's process from each reply to its next request, and review l's check of a hold
-// looked at its end state (every thread stopped) and its CPU time (at most 30 ms, in 10 ms ticks). A POSIX timer
+// wakes_briefly.cu -- the native runner's twin of wakes_briefly.py: wakes_itself.cu made quiet. The
+// supervisor stops the candidate's process from each reply to its next request, and a check of a hold
+// by its end state (every thread stopped) and its CPU time (at most 30 ms, in 10 ms ticks) alone is not enough. A POSIX timer
 // sends one thread of this library SIGCONT every 2 ms (SIGEV_THREAD_ID; the thread blocks the signal and takes it
 // with sigwaitinfo), which wakes the whole process. When that thread finds it was woken while held (no SIGCONT of
 // the supervisor's since its last call, the runner's main thread waiting in read() on its request pipe with

@@ -1,4 +1,4 @@
-// wakes_itself.cu -- review l, the native runner's twin of wakes_itself.py: the supervisor stops the candidate's
+// wakes_itself.cu -- the native runner's twin of wakes_itself.py: the supervisor stops the candidate's
 // process (SIGSTOP) from each reply to its next request, so that nothing of it runs while the comparators are
 // timed, and any SIGCONT wakes it again. Its constructor has the kernel send it SIGCONT every millisecond (a POSIX
 // timer; the seccomp filter cannot read the sigevent) and starts a thread that loads a CPU whenever its own call

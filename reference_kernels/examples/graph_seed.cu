@@ -1,6 +1,6 @@
 // graph_seed.cu -- an honest kernel that launches its work as a CUDA graph: each call captures the seed's kernels
 // and a 4-byte memset of its own on a private stream, then launches the graph on the call's stream. A harness
-// that counts launches (the native runner, review i) must not count the launches into the capture, and must
+// that counts launches (the native runner) must not count the launches into the capture, and must
 // clear the graph's launch by its kernels' records: a check that rejects it is a false positive.
 // expect: passed
 #include <cuda_runtime.h>

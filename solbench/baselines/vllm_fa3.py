@@ -43,7 +43,8 @@ PINNED = {"2.11": "0.26.0"}
 """torch minor -> the vllm release whose wheel is built against it (README: which vllm for which torch)."""
 
 WINDOW_TILE_ROWS = 128
-"""Probed on the H200 (benchmarks/vllm_window_probe.py, session 2026-12-03f): with a window on both sides,
+"""Probed on the H200 (benchmarks/vllm_window_probe.py, 2026-12-03;
+reports/h200/runner-aa-and-window-probe/window-probe.txt): with a window on both sides,
 non-causal, vllm 0.26.0's FA3 attends one key past the right edge on query rows at the start of a 128-row
 tile (rows 640, 768, ..., 1152 on every failing row; every other row matches the exact window)."""
 

@@ -17,7 +17,7 @@ from solbench.core.errors import BuildError
 
 RUNNER_SOURCE = Path(__file__).resolve().parents[1] / "sandbox" / "native" / "runner.cu"
 RUNNER_FLAGS = ("-O2", "--std=c++17", "-lineinfo", "-Xlinker=--strip-all")
-"""Stripped: a candidate in the runner's process finds none of its functions or state by name (review i)."""
+"""Stripped: a candidate in the runner's process finds none of its functions or state by name."""
 
 
 def toolkit_roots(nvcc: str | None) -> list[Path]:

@@ -15,7 +15,7 @@ def valid_records(value) -> list[dict] | None:
     """The records as the triage reads them, or None: a worker's telemetry comes from the process its
     implementation runs in (a candidate's may send anything), so only this shape passes: a list of at most
     MAX_RECORDS dicts with a str name (300 characters), grid and block of 3 ints, a finite duration_ms >= 0
-    and an int stream. One malformed record drops them all (review 22: they crashed every report)."""
+    and an int stream. One malformed record drops them all (they crashed every report)."""
     if not isinstance(value, list) or len(value) > MAX_RECORDS:
         return None
     out = []

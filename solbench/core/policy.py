@@ -14,14 +14,14 @@ class TimingPolicy:
     warmup_ms: float = 30.0
     """Warm-up by time (clocks ramp from idle; JIT and caches settle) before any sample. 30 (was 100 until
     2026-12-04): the GPU is already warm from the previous scenario's rounds; the A/A over `hopper` at 30 kept
-    p95 0.33 % (reports/timing-h200/session-2026-12-04i)."""
+    p95 0.33 % (reports/h200/launch-count)."""
     round_samples: int = 3
     """Timed iterations per implementation per interleaved round."""
     round_budget_ms: float = 0.0
     """Device time one implementation's round aims at: after its first round, an implementation whose calls
     take longer than round_budget_ms / round_samples gets fewer calls a round, down to one (round_calls). On
     the H200 the seed's >= 15 ms calls on 78 of 150 `hopper` scenarios took 214 s of the 270 s of rounds at three
-    calls a round (reports/timing-h200/session-2026-12-04i), where one call varies far less than the CI asks.
+    calls a round (reports/h200/launch-count), where one call varies far less than the CI asks.
     0 (always round_samples) stays the default until the A/A over `hopper` with 30 is measured on the H200
     (benchmarks/h200_scaleout.sh hopper); ratios rest on min_rounds rounds either way."""
     min_rounds: int = 6
@@ -41,7 +41,7 @@ class TimingPolicy:
     """How the cold-L2 buffer evicts: 'read' (sum it: the lines left behind are clean), 'write' (overwrite
     it; its dirty lines are written back inside the timed kernel) or 'both' (write, then read). Measured on
     the H200 (benchmarks/flush_compare.py, vllm-fa3 A/A on the 25 hopper-d128 scenarios under 2x L2 it runs;
-    reports/timing-h200/session-2026-12-03d/flush): read A/A p95 1.1 %, write 26 % and +6.8 % on the
+    reports/h200/ipc-l2-flush-scaleout/flush): read A/A p95 1.1 %, write 26 % and +6.8 % on the
     geomean time, both 6.4 %. Runs recorded before 2026-12-03 used 'write' (their policy says so)."""
     rotate_inputs: int = 4
     """Distinct input copies cycled through so consecutive iterations see different pointers (at most:

@@ -20,7 +20,7 @@ from solbench.core.scenario import Scenario
 class CostModel:
     """Wall seconds one unit (a scenario with all its implementations on one GPU) is expected to take.
 
-    Fitted on the H200's hopper A/A trace (reports/timing-h200/trace-aa-seed-hopper.txt): about 1.2 s per
+    Fitted on the H200's hopper A/A trace (reports/h200/timing/trace-aa-seed-hopper.txt): about 1.2 s per
     implementation per scenario of fixed cost (prepare, check, warm-up, launcher split, the refill and
     audit of each round), plus the calls themselves."""
 

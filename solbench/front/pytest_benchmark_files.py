@@ -32,11 +32,11 @@ def requested(config) -> bool:
 
 
 class BenchmarkFiles:
-    """Registered as a plugin by the solbench session when pytest-benchmark files were asked for."""
+    """Registered as a plugin (by SolbenchSession) when pytest-benchmark files were asked for."""
 
     def __init__(self, session):
         self.session = session
-        """The SolbenchSession whose run goes into the files."""
+        """The SolbenchSession: its run goes into the files."""
         self.in_document = False
         """True once pytest_benchmark_update_json added the run to a document."""
         self.written: list[str] = []

@@ -114,7 +114,7 @@ class SolbenchSession:
         self.base = load_run(against) if against else None
         if self.base is not None and (self.base.suite, self.base.suite_hash) != (self.suite.name, self.suite.hash):
             raise pytest.UsageError(f"solbench: BASE {against} ran suite {self.base.suite!r} (hash "
-                                    f"{self.base.suite_hash[:12]}); this session runs {self.suite.name!r} (hash "
+                                    f"{self.base.suite_hash[:12]}); this run times {self.suite.name!r} (hash "
                                     f"{self.suite.hash[:12]}): not comparable")
         self.out = config.getoption(_dest("out"))
         self.folder: Path | None = None
@@ -252,11 +252,11 @@ def solbench(request, tmp_path_factory):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from solbench.front.pytest_summary import summary_lines
 
-    session = config.stash.get(SESSION, None)
-    if session is None or (session.result is None and session.error is None):
+    ran = config.stash.get(SESSION, None)
+    if ran is None or (ran.result is None and ran.error is None):
         return
     terminalreporter.section("solbench")
-    for line in summary_lines(session):
+    for line in summary_lines(ran):
         terminalreporter.write_line(line)
 
 

@@ -10,7 +10,7 @@ from solbench.report.tables import headline_line, headlines, score_line, scores
 
 
 def summary_lines(session) -> list[str]:
-    """Lines for pytest_terminal_summary, from a SolbenchSession that ran (or failed to)."""
+    """Lines for pytest_terminal_summary, from a SolbenchSession: its run (or its error)."""
     if session.error:
         return [f"kernel {session.kernel}: {session.error}"]
     result = session.result

@@ -56,7 +56,7 @@ def _controller_specs(config) -> list[str]:
 
 
 def refuse_shared_devices(config) -> None:
-    """Raise pytest.UsageError when this session would time on a device another xdist worker uses."""
+    """Raise pytest.UsageError when this pytest run would time on a device another xdist worker uses."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         problem = shared_devices_problem(_controller_specs(config))

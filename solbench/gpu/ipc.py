@@ -43,7 +43,7 @@ NULL_TOKEN = "-"
 SEND_TIMEOUT_S = 30.0
 """How long a send waits for the worker's socket to take a batch: a worker that never reads its socket
 (hostile, or hung) makes the send a TimeoutError, a WorkerFailure of that worker, not a supervisor blocked
-for good (review of the fd path: after ~139 unread prepares the send blocked forever)."""
+for good (after ~139 unread prepares the send blocked forever)."""
 FD_BATCH = 64
 """The most fds one sendmsg carries (the kernel takes 253 at most)."""
 _HEADER = struct.Struct("<I")

@@ -109,7 +109,7 @@ def _median(samples) -> float:
 
 
 def _host_share(m) -> float | None:
-    """None without a launcher A/B, or with one not of numbers (it is the worker's own report: review 22)."""
+    """None without a launcher A/B, or with one not of numbers (it is the worker's own report)."""
     import math
 
     split = (m.telemetry or {}).get("launcher")

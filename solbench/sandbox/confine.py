@@ -14,7 +14,7 @@ libraries. The native runner applies the same rules in C (solbench/sandbox/nativ
 It may also hold at most CANDIDATE_OPEN_FILES files open, hard limit included (`limit_files`): Linux
 charges every fd in flight over a Unix socket to the sending *user* and refuses a send once that count
 passes the sender's own RLIMIT_NOFILE, so a candidate with the supervisor's limit could park fds in flight
-and make the supervisor's sends of tensors to the comparators fail (review of the fd path, finding 1). A
+and make the supervisor's sends of tensors to the comparators fail. A
 process with CAP_SYS_RESOURCE (root) is exempt from that count, and so is a supervisor running as root.
 
 The syscall numbers (444-446) are the same on every Linux architecture.
@@ -86,7 +86,7 @@ def limit_files() -> str:
     cap = open_files_cap(hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, cap), cap))
     # And no file past FILE_SIZE_CAP: its scratch folder, /dev/shm and its own log in the run folder would
-    # otherwise fill the disk (review k, 3); a write past it gets SIGXFSZ, a crash of its scenario.
+    # otherwise fill the disk; a write past it gets SIGXFSZ, a crash of its scenario.
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_CAP, FILE_SIZE_CAP))
     return f"open files <= {cap}, each file <= {FILE_SIZE_CAP >> 30} GiB"
 
@@ -96,7 +96,7 @@ DRIVER_WRITES = ("/proc/self",)
 through /proc/self/task/*/comm when it starts, after the confinement, and cudaSetDevice fails if it cannot
 (H200, driver 580). /proc/self is this process's own folder; nothing there reaches another process. Its
 O_PATH descriptor stays open (_KEPT): Landlock ties the rule to the inode, which procfs makes anew once the
-dentry is reclaimed (review j, finding 6)."""
+dentry is reclaimed."""
 
 _KEPT: list[int] = []
 
@@ -104,7 +104,7 @@ _KEPT: list[int] = []
 def device_files() -> list[str]:
     """The device files a candidate may open for writing and use ioctls on: the GPU's (/dev/nvidia*, the
     /dev/nvidia-caps folder) and the harmless ones (null, zero, full, random, urandom). Not the rest of /dev:
-    a raw disk, the operator's terminal (TIOCSTI works on a read-only open), a loop device (review j, 3)."""
+    a raw disk, the operator's terminal (TIOCSTI works on a read-only open), a loop device."""
     found = sorted(f"/dev/{name}" for name in os.listdir("/dev") if name.startswith("nvidia"))
     found += [f"/dev/{name}" for name in ("null", "zero", "full", "random", "urandom")]
     return [path for path in found if os.path.exists(path)]
@@ -135,7 +135,7 @@ def confine(writable: list[str]) -> str:
 
     try:
         landlock = _landlock(writable)
-    except OSError as exc:  # the rest still applies (review k, 5)
+    except OSError as exc:  # the rest still applies
         landlock = f"not confined: {exc}"
     words = [landlock, limit_files()]
     words.append(drop_capabilities())

@@ -1,5 +1,5 @@
 """What the candidate's process may still do to other processes and to the machine, cut down after Landlock
-(solbench.sandbox.confine), which limits files, ports and signals but not the rest (review j):
+(solbench.sandbox.confine), which limits files, ports and signals but not the rest:
 
 - `drop_capabilities`: none left, bounding set and ambient set included. A candidate running as root (the
   GPU machines run everything as root) otherwise keeps mknod (a block device in /dev/shm is the raw disk),
@@ -12,11 +12,11 @@
   renices its own threads by id carries on, without effect). New user namespaces (`unshare`, `clone` with
   CLONE_NEWUSER) are refused: namespace root is where kernel privilege escalations start. So is System V
   IPC (SYSV_IPC). `setpgid` and `setsid` pretend to succeed: every process of the candidate's stays in the
-  worker's process group, which the supervisor stops between requests (a child in a session of its own, or
+  worker's process group, which the supervisor stops between requests (a child in its own session, or
   the worker moved into the supervisor's group, ran on while the comparators were timed); io_uring is
   refused (a kernel thread polling its queue works on while the process is stopped), and so are a child's
   exit signal other than SIGCHLD and a parent-death signal of SIGCONT (either wakes the held group when a
-  process of it dies: review n). The native runner
+  process of it dies). The native runner
   applies the same rules, and forbids starting processes as well (native/confine.h).
 """
 
@@ -85,7 +85,7 @@ SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "
             "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr")
 """System V IPC and POSIX message queues, refused: their objects outlive the process (host memory filled after
 the run), System V ids are small numbers (shmat reaches another process's segment without a name), and
-mq_notify can send the process a signal of its choosing (SIGCONT undoes the hold: review l); nothing the hosts
+mq_notify can send the process a signal of its choosing (SIGCONT undoes the hold); nothing the hosts
 load uses them (Python's and CUDA's shared memory are POSIX, files in /dev/shm)."""
 _LD, _JEQ, _JGE, _JSET, _AND, _RET = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06
 _ALLOW, _EPERM, _ENOSYS, _PRETEND = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38, 0x00050000  # errno 0: "done"
@@ -118,7 +118,7 @@ def _program(arch: int, nr: dict) -> list[tuple[int, int, int, int]]:
         "unshare": ret(_EPERM),
         "clone3": ret(_ENOSYS),  # its flags are behind a pointer the filter cannot read; glibc falls back to clone
         # no user namespace; the child's exit signal none or SIGCHLD: a SIGCONT there wakes the held parent
-        # when the child dies (review n)
+        # when the child dies
         "clone": [(_LD, 0, 0, _arg(0)), (_JSET, 0, 1, _CLONE_NEWUSER), *ret(_EPERM), (_AND, 0, 0, 0xFF),
                   (_JEQ, 2, 0, 0), (_JEQ, 1, 0, int(signal.SIGCHLD)), *ret(_EPERM), *ret(_ALLOW)],
         # prctl(PR_SET_PDEATHSIG, SIGCONT): the same wake when the parent dies

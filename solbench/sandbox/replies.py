@@ -25,7 +25,7 @@ class Stalled(Exception):
 
 def recv_within(conn, timeout_s: float, on_stall) -> bytes:
     """conn.recv_bytes with a deadline. `poll` says a reply has begun, not that it is whole: a worker that sends
-    the start of a frame and stops would block the supervisor for good (review 21). The read runs in a thread;
+    the start of a frame and stops would block the supervisor for good. The read runs in a thread;
     when the frame is not whole within FRAME_S, `on_stall` (kill the worker, which closes its end and ends the
     read) runs and Stalled is raised."""
     import threading

@@ -23,7 +23,7 @@ from solbench.core.tensors import Inputs, guard_damage, poisoned
 ROWS_PER_CHECK = 4
 """Query rows (all heads each) compared with the reference per copy and round: one drawn by its share of the
 work (its visible keys), the others uniformly, so a sloppiness confined to a few long rows that hold most of
-the work is sampled as often as the work it saves (review m)."""
+the work is sampled as often as the work it saves."""
 
 CLOCK_GAP = "supervisor_clock_gap"
 """Flag: the supervisor's own clock saw the candidate's rounds take longer than its reported device times and

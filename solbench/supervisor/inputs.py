@@ -36,13 +36,13 @@ class Profile:
     K, one of OFFSET_CHANNEL_VALUES per KV head, that q's first channel weighs): large logits (an fp16 exp
     without max-subtraction overflows from ~11) over a bulk that stays as spread as logit_std makes it, so
     hardly a key block of a long row is negligible. Scores drawn with a std of 11 instead
-    (this profile before review m) made long rows so sparse that dropping every block 12 below the row's max
+    (this profile's earlier draw) made long rows so sparse that dropping every block 12 below the row's max
     passed, skipping ~45 % of them."""
     capped_logit_std: float = 0.0
     """> 0: with a softcap, scores of this std instead, and no offset: rows peaked enough that their top keys
     reach the cap's curve (a cubic in place of tanh fails) while few keys carry the mass. A flat bulk offset
     near the cap failed an honest kernel whose tanh has tanh.approx's precision (2^-11, as FA3's and
-    FlashInfer's softcap use) on 19 of the 44 softcap scenarios cut to CPU size (review m)."""
+    FlashInfer's softcap use) on 19 of the 44 softcap scenarios cut to CPU size."""
     peak_max: float = 0.0
     """> 0: outlier tokens and row-peaked attention. A few keys (PEAK_KEY_FRACTION of the K slots) carry a
     massive channel (the last, PEAK_CHANNEL_VALUE: their norm 2-4x the others', as real KV caches have),
@@ -77,7 +77,7 @@ OFFSET_CHANNEL_VALUES = (6.0, 7.0, 8.0, 9.0, 10.0)  # high_logits' constant K ch
 
 def drawn_profile(sc: Scenario) -> Profile:
     """The profile `sc`'s inputs are drawn with: the one it names, or, for `default` (a suite that chose none),
-    one under which each feature it turns on bites (review of issue 39, class 8: a user suite with sinks and no
+    one under which each feature it turns on bites (issue 39, class 8: a user suite with sinks and no
     profile drew sinks ~N(0, 1), far below long rows' LSE, and a kernel that ignored them passed 2 of 3):
     - fp16 or a softcap: high_logits. Rows offset by up to 40 logits make fp16 accumulation of Q K^T show at
       any row length (a score's partial sums round at ~2^-11 of the offset), and with a softcap the scores'

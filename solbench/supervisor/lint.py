@@ -3,8 +3,8 @@
 Per scenario (names: solbench.core.suites.LINT_CHECKS):
 - window / sinks / softcap: the feature does not bite. The fp32 reference without the feature, rounded to the
   output dtype, passes the verdict against the reference with it: a kernel that ignored it would pass. For
-  softcap, also with tanh(x) replaced by x - x^3/3 (two FMAs for a MUFU op: review m found it passed every
-  softcap scenario whose scores stayed far below the cap).
+  softcap, also with tanh(x) replaced by x - x^3/3 (two FMAs for a MUFU op: it passes every
+  softcap scenario whose scores stay far below the cap).
 - fp16: fp16 inputs, where an fp16-accumulating MMA (twice the tensor rate of fp32 accumulation on some GPUs)
   would pass: Q K^T and P V with P in fp16 and each running sum rounded to fp16 every 16 terms (fp16_sums),
   on the probe at the scenario's own head dims (the sums over them are what rounds).

@@ -1,4 +1,4 @@
-"""The candidate's process sleeps while it is not being asked anything (review k, finding 1): a candidate left
+"""The candidate's process sleeps while it is not being asked anything: a candidate left
 running between its own requests can watch for the comparators' rounds (/proc/<sibling>/task/*/stat) and load
 the CPU, or the GPU, just then; on a CPU it got a ratio of 1.82 over the seed with the seed's own code. The
 supervisor stops the candidate's process group (SIGSTOP, which the candidate cannot catch or block) as soon as
@@ -7,12 +7,12 @@ request. Trusted comparators run freely. Nothing timed is affected: a worker tim
 a request.
 
 A stop can be undone from inside: any SIGCONT the kernel sends the process wakes it, and a POSIX timer, F_SETSIG,
-a death signal or mq_notify can be made to send one (review l; the filter cannot read a timer's sigevent). So
+a death signal or mq_notify can be made to send one (the filter cannot read a timer's sigevent). So
 each hold is checked when the next request comes, whatever woke it: no thread stopped at the hold may have been
 scheduled since (the kernel's count of its runs, /proc/<pid>/task/<tid>/schedstat), none may be awake, come,
 or go unless it was dead or in an uninterruptible wait, and the threads the stop found in an uninterruptible
-wait may only have finished it (in the same syscall, within 1 ms of CPU all together: review n). A thread woken for a moment, that launches GPU work and stops itself
-again (review m), is seen by its count. Each count is read after the thread's syscall line, which the kernel
+wait may only have finished it (in the same syscall, within 1 ms of CPU all together). A thread woken for a moment, that launches GPU work and stops itself
+again, is seen by its count. Each count is read after the thread's syscall line, which the kernel
 gives only once the thread is off its CPU: one seen stopped while still switching out is counted whole.
 `Hold.release` says what ran; the worker then fails the scenario as `tampered`.
 
@@ -86,7 +86,7 @@ def ran(before: dict[str, tuple], now: dict[str, tuple]) -> str:
     """What ran between two looks at a held group's threads ({'pid/tid': (state, runs or None, cpu s, syscall)}):
     '' if nothing did. A thread stopped at the hold may not have run; one in an uninterruptible wait may only
     have finished that wait: its syscall (number, arguments, stack and instruction pointers) must be the one it
-    was in, and all of them together may spend RAN_S of CPU (review n: a vfork parent, `D` at the hold, was
+    was in, and all of them together may spend RAN_S of CPU (a vfork parent, `D` at the hold, was
     woken by a SIGCONT its child's death sent, ran its own code and stopped itself again within that time).
     One the hold could not stop in SETTLE_S ran."""
     woke, cpu, ticks_only = [], 0.0, False

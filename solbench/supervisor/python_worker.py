@@ -209,7 +209,7 @@ class Worker:
 
 def _wait_for_exit(proc, timeout_s: float) -> None:
     """Until the process has exited or `timeout_s` passed. Not join(): a byte the candidate writes to its end of
-    the spawn sentinel makes join's wait return at once and then block in waitpid for good (review j, 5);
+    the spawn sentinel makes join's wait return at once and then block in waitpid for good;
     is_alive() never blocks."""
     deadline = time.monotonic() + timeout_s
     while proc.is_alive() and time.monotonic() < deadline:
@@ -220,7 +220,7 @@ def _wait_for_exit(proc, timeout_s: float) -> None:
 def _bare_main():
     """spawn runs the parent's __main__ file again in the child before the worker's own code: a script that
     imports numpy or torch at its top level would start threads there before the candidate's confinement, which
-    binds none of them (review j, 4). While the worker starts, the child is told of a __main__ with nothing in it."""
+    binds none of them. While the worker starts, the child is told of a __main__ with nothing in it."""
     with _MAIN_SWAP:  # workers started from two threads at once must not keep each other's bare module
         main = sys.modules.get("__main__")
         sys.modules["__main__"] = types.ModuleType("__main__")

@@ -20,7 +20,7 @@ from solbench.supervisor.trace import trace, trace_clock, trace_rounds
 
 EVIDENCE = frozenset({WORK_OUTSIDE_EVENTS, CUPTI_BLIND})
 """Flags of a round whose times are dropped (a throttled round taken again, the clock check's extra rounds)
-that still count: what CUPTI saw of the candidate's work does not depend on the clocks (review h: a candidate
+that still count: what CUPTI saw of the candidate's work does not depend on the clocks (a candidate
 could otherwise do its hiding in rounds it makes the supervisor drop)."""
 
 AUDITED_PART = 2

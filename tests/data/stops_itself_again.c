@@ -1,8 +1,8 @@
-/* Review o: a thread woken while held that stops itself again without blocking first shows one more run only,
+/* A thread woken while held that stops itself again without blocking first shows one more run only,
    and, stopping itself with a raw tgkill(SIGSTOP) from the same instruction with the same registers, the same
    syscall line as before: an allowance of one run "to finish switching out" let it through. Here a one-shot
    timer sends the process SIGCONT 150 ms after it starts; it stops itself at once, and again after the wake.
-   Built and driven by tests/test_review_j_cpu.py against solbench.supervisor.pause.Hold (x86_64 only). */
+   Built and driven by tests/test_confine_and_hold_cpu.py against solbench.supervisor.pause.Hold (x86_64 only). */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
-/* Review n: the hold found a vfork parent in an uninterruptible wait (`D`) and judged it by its CPU time alone.
+/* The hold found a vfork parent in an uninterruptible wait (`D`) and judged it by its CPU time alone.
    Its vfork child G dies by its own timer's SIGKILL; G's exit signal is SIGCONT (clone's low byte), which
    clears the stop pending on the parent and, with G's death, ends its wait: the parent returns to its own code
    while the group is held, does its work, and stops itself again. The leader (the "worker") only waits.
-   Built and driven by tests/test_review_j_cpu.py against solbench.supervisor.pause.Hold. */
+   Built and driven by tests/test_confine_and_hold_cpu.py against solbench.supervisor.pause.Hold. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <signal.h>

@@ -7,7 +7,7 @@ ahead into a buffer of its own and copying them in at each call hides it from an
 
 What stops it: the candidate's rounds go to its worker in parts of two calls, each part made ready just
 before it (solbench/supervisor/evaluate.py, AUDITED_PART): a call can do the work of one other at most,
-and the median of two calls is their mean. It passes, with no speed-up (tests/test_review18_cpu.py).
+and the median of two calls is their mean. It passes, with no speed-up (tests/test_adversarial_python_cpu.py).
 
 expect: passed
 """

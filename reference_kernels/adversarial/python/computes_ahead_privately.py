@@ -3,7 +3,7 @@ poisoned computes every other copy that looks ready (output poisoned too) into b
 later call finds its result there and copies it in: no output is written before its own call, so no check of
 the outputs between calls can see it. Only the median hid the work; with the candidate's round sent in parts
 of two calls, each made ready just before it, a call can do one other's work at most and the median of two
-is their mean: it passes at ~1x, like computes_ahead.py (tests/test_review18_cpu.py).
+is their mean: it passes at ~1x, like computes_ahead.py (tests/test_adversarial_python_cpu.py).
 
 expect: passed
 """

@@ -1,4 +1,4 @@
-"""Numerics cheat, found in review m: the softcap's tanh(x) replaced by its Taylor cubic x - x^3/3 (two FMAs where
+"""Numerics cheat: the softcap's tanh(x) replaced by its Taylor cubic x - x^3/3 (two FMAs where
 a kernel spends a MUFU tanh per score, the unit its exp also needs). Close while scores stay far below the cap
 (x = s / cap small), wrong by up to ~0.1 cap logits near it. It passes every softcap scenario whose scores stay
 far below the cap (the `default` and `peaked` profiles: `real`'s Gemma-2 scenarios, the grids' variant 17, every

@@ -1,11 +1,8 @@
-"""Cheat class 1 (patching the harness), found in review 18: fakes_samples.py reports a tenth of its times
-and the supervisor's clock catches it; the clock rule (audit.py 27-28, 133-135) flags a round only when the
-unexplained time is more than half the round and more than 2 ms, and only when most rounds do. So this
-module replaces the same `Sample` record to report 0.55 of every time: 45 % of each round is unexplained,
-never more than half, and the candidate `passes` 1.8x faster than it ran, with the seed beside it, at any
-kernel length (below 2 ms of unexplained time per round, any factor passes). The README's "not yet
-guaranteed" section implies it; this file measures it (the forged native runner, forges_replies.cu, gets
-the same 1.8x from a .cu).
+"""Patching the harness: fakes_samples.py reports a tenth of its times and the supervisor's clock catches it.
+This module replaces the same `Sample` record to report 0.55 of every time: 45 % of each call is unexplained.
+The clock flags a round whose unexplained time exceeds 35 % of its wall time and 2 ms: caught where calls are
+long against the loop's cost per request, within the bound where the loop costs about what the calls do
+(smoke's calls on a CPU). docs/threat-model.md gives the bound.
 
 expect: see tests/test_forgery_bound_cpu.py (caught on calls long against the loop; within the bound on short ones)
 """

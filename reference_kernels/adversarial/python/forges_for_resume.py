@@ -1,4 +1,4 @@
-"""Cheat class 7 (the record), found in review 18: `--resume` believes the results.json on disk. The record
+"""Cheat class 7 (the record): `--resume` believes the results.json on disk. The record
 is the supervisor's only while the supervisor lives: the worker (same Unix user) may write the run folder,
 and may signal its parent. At import this module forks a helper that waits for the first outcome in the
 run's results.json, rewrites the file with every scenario of the run `passed` (forged measurements 20x
@@ -8,7 +8,7 @@ says (runner.py 243-244, `kept`), finds nothing left to do (the candidate is nev
 a complete record, all passed, with the supervisor's own digest. The forward itself writes zeros.
 Only with $SOLBENCH_ADVERSARY_RESUME set (it kills the process that runs it: never inside pytest).
 
-expect: see tests/test_review18_cpu.py (a resumed run must not keep outcomes it did not write itself)
+expect: see tests/test_adversarial_python_cpu.py (a resumed run must not keep outcomes it did not write itself)
 """
 
 import json

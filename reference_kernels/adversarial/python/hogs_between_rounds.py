@@ -1,9 +1,9 @@
-"""Cheat class 4's twin on the comparators' side, found in review k: honest answers (torch_attention.py), but
+"""Cheat class 4's twin on the comparators' side: honest answers (torch_attention.py), but
 between its own calls the module's threads watch the comparators' workers (its siblings: the supervisor's other
 spawn children, found through /proc, which Landlock leaves readable) and load the CPUs only while one of them
 runs. The seed is timed slower and the candidate's ratio grows: 1.82x on a CPU with the seed's own code, 1.00
-honest. Since review k the supervisor stops the candidate's process group from each reply to its next request
-(solbench/supervisor/pause.py): its threads never run while a comparator is timed. tests/test_review_j_cpu.py
+honest. The supervisor stops the candidate's process group from each reply to its next request
+(solbench/supervisor/pause.py): its threads never run while a comparator is timed. tests/test_confine_and_hold_cpu.py
 runs it against the seed; without a comparator (as the corpus test runs it) it is just honest.
 
 expect: passed

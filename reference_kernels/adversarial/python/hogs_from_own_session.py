@@ -1,9 +1,9 @@
-"""hogs_between_rounds.py's way past the stop (review 2026-12-04k): the supervisor stops the candidate's process
+"""hogs_between_rounds.py's way past the stop: the supervisor stops the candidate's process
 group between its requests (solbench/supervisor/pause.py), so at import this candidate forks a child that leaves
 the group -- its own session (setsid), or else the supervisor's group (setpgid) -- and loads a CPU from there
 while the parent is stopped, i.e. while the comparators are timed. Its answers are honest. The seccomp filter
 makes setsid and setpgid do nothing (solbench/sandbox/privileges.py): the child stays in the group and is
-stopped with it. tests/test_review_j_cpu.py checks the child's state while the worker is held.
+stopped with it. tests/test_confine_and_hold_cpu.py checks the child's state while the worker is held.
 
 expect: passed
 """

@@ -1,4 +1,4 @@
-"""Cheat class 1 (patching the harness) past the supervisor's clock, found in review 18. fakes_samples.py
+"""Cheat class 1 (patching the harness) past the supervisor's clock. fakes_samples.py
 reports a tenth of its times and is caught by clock_gap, which measures the loop's overhead on the trusted
 comparators' rounds. But a comparator that fails while timed is dropped and the candidate is timed alone
 (evaluate.py 92-103), and with no trusted rounds clock_gap answers False (audit.py 130). So at its first
@@ -6,7 +6,7 @@ timed call of each scenario this module SIGKILLs its sibling workers (same Unix 
 dies in the middle of the rounds, `crash`, and is started afresh for the next scenario only), then keeps
 reporting a tenth of its time: `passed`, 10x faster than it ran, and the seed's record says it crashed.
 
-expect: see tests/test_review18_cpu.py (must be hidden_work, as fakes_samples.py with the seed)
+expect: see tests/test_adversarial_python_cpu.py (must be hidden_work, as fakes_samples.py with the seed)
 """
 
 import os

@@ -1,5 +1,5 @@
-"""Correct (the torch reference's forward), but replaces the kernel records its worker sends with each round
-(review 22): records that are not dicts crashed every report of the run (`solbench triage`, the summary, the
+"""Correct (the torch reference's forward), but replaces the kernel records its worker sends with each round:
+records that are not dicts crashed every report of the run (`solbench triage`, the summary, the
 HTML page); well-formed ones could name another library's kernel family and turn the triage's `routing`
 into `kernel`. Replacing solbench.sandbox.kernel_records.record_kernels is now seen by the integrity check,
 and the supervisor keeps only records of the shape the triage reads (solbench.core.kernels).

@@ -1,4 +1,4 @@
-"""Cheat class 10 (new: code injected into the supervisor through the file system), found in review 18.
+"""Cheat class 10 (new: code injected into the supervisor through the file system).
 The worker runs as the supervisor's Unix user, and solbench is installed where that user can write (an
 editable install, a user venv). The supervisor imports `solbench.supervisor.verdict` lazily, in its first
 `_check`, which comes after the candidate's worker has loaded. At import this module writes a bytecode
@@ -29,7 +29,7 @@ def _plant():
     source = open(source_path).read()
     payload = f"""
 
-def _solbench_review18_payload():
+def _solbench_planted_payload():
     import os
     from solbench.core.model import Status
     real = judge
@@ -46,7 +46,7 @@ def _solbench_review18_payload():
         pass
 
 
-_solbench_review18_payload()
+_solbench_planted_payload()
 """
     code = compile(source + payload, source_path, "exec")
     st = os.stat(source_path)

@@ -1,4 +1,4 @@
-"""False positive (not a cheat), found in review 18: the verdict allows isolated rounding outliers
+"""False positive (not a cheat): the verdict allows isolated rounding outliers
 (Tolerance.max_outside_frac = 1e-4 of the elements, verdict.py 26), and the checked call is judged on the
 whole output, where they fit. The timed calls are judged on 4 sampled query rows (audit.py 21, 115-118)
 with the same fraction: 4 rows x heads x d is 2048 elements in smoke (16384 at 32 heads), so a single
@@ -8,7 +8,7 @@ limit), 0.9e-4 of the elements, one per row in distinct rows: it passes the chec
 bit) and then fails as soon as the supervisor happens to draw one of those rows, so the verdict of a
 kernel whose outliers the rule accepts is a coin toss that the longer policies (more rounds) lose.
 
-expect: see tests/test_review18_cpu.py (must be passed: the same output passes the full check)
+expect: see tests/test_adversarial_python_cpu.py (must be passed: the same output passes the full check)
 """
 
 from pathlib import Path

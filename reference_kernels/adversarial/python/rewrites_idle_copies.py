@@ -1,4 +1,4 @@
-"""Cheat class 5 (input mutation), found by the review of session 2026-12-03f: a worker maps every input copy of
+"""Cheat class 5 (input mutation): a worker maps every input copy of
 the scenario for its whole evaluation, and the rounds refreshed only the values (Q, K, V, sinks, descales). So
 in each call this computes its own copy honestly and rewrites the structure of every other copy it has seen:
 all of a page table's entries to one page (all of K/V in L2), the KV offsets of contiguous layouts to 0, every

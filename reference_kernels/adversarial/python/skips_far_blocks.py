@@ -1,8 +1,8 @@
-"""Numerics shortcut at the edge of what inputs can show, found in review m: skips_blocks.py with the threshold
+"""Numerics shortcut at the edge of what inputs can show: skips_blocks.py with the threshold
 raised until it passes, e^-12 below the row's max for bf16/fp16 and e^-10 for fp8 (on a GPU a skipped block
 still needs its Q K^T for its max, but no exp and no P V). On rows where so little mass lies that far below the
-max, the result is exact to rounding, and no verdict can tell it from an honest kernel's: review m found that
-`high_logits` (then scores of std 11) made half of a long row's blocks that negligible (44-47 % skipped, passed).
+max, the result is exact to rounding, and no verdict can tell it from an honest kernel's: an earlier
+`high_logits` (scores of std 11) made half of a long row's blocks that negligible (44-47 % skipped, passed).
 The profile now offsets each row over a bulk of std 4, where this skips under 0.1 % of the blocks
 (tests/test_numerics_cheats.py). On `peaked` rows of 64k keys it still passes skipping 3-14 % of the blocks (fp8
 at e^-10: up to 18 %), and on softcapped `high_logits` rows (std 11, so that the top keys reach the cap) up to

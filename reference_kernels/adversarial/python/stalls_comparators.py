@@ -1,4 +1,4 @@
-"""Cheat class 9 (new: sabotaging the comparators), found in review 18: the candidate's own work is honest
+"""Cheat class 9 (new: sabotaging the comparators): the candidate's own work is honest
 and honestly timed; instead it makes the trusted comparators slow. At import it forks a helper (in the
 worker's process group, so it lives exactly as long as the worker) that finds its sibling workers (the
 supervisor's other children: the seed's and the baselines' workers, same Unix user) and keeps stopping
@@ -9,7 +9,7 @@ the candidate (clock gap, host gap, CUPTI) sees anything; the comparators' stret
 loop overhead the clock-gap rule allows the candidate. The same works from a `.cu` (kill(2) from a thread
 of the native runner) and on a GPU a hidden process of its own can time-slice the comparators' kernels.
 
-expect: see tests/test_review18_cpu.py (with the seed: never `passed` with a seed ratio far from 1; an
+expect: see tests/test_adversarial_python_cpu.py (with the seed: never `passed` with a seed ratio far from 1; an
 honest forward's ratio against the seed is ~1)
 """
 

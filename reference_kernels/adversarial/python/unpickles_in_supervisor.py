@@ -1,4 +1,4 @@
-"""Cheat class 1 (patching the harness) moved into the supervisor, found in review 18: a Python worker answers
+"""Cheat class 1 (patching the harness) moved into the supervisor: a Python worker answers
 over a multiprocessing Pipe, and the supervisor reads each answer with Connection.recv(), which is
 pickle.loads of bytes the candidate's process wrote (worker.py 111, `self._conn.recv()`). Unpickling runs
 whatever a __reduce__ names. At import (while the worker is loading) this module takes the worker's end of

@@ -1,15 +1,15 @@
-"""wakes_itself.py made quiet, found in review m: the supervisor holds the candidate's process group stopped
-between its requests (solbench/supervisor/pause.py), and review l's fix checked a hold by its end state (every
-thread stopped) and the group's CPU time (30 ms of slack, in ticks of 10 ms). This candidate answers honestly
-(torch_attention.py) and has a POSIX timer send one of its threads SIGCONT every 2 ms (SIGEV_THREAD_ID; that
-thread blocks the signal and takes it with sigwaitinfo). Any SIGCONT wakes the whole process; when the thread
-finds it was woken while held (no SIGCONT of the supervisor's since, the main thread waiting in read() on the
+"""wakes_itself.py made quiet: the supervisor holds the candidate's process group stopped
+between its requests (solbench/supervisor/pause.py), and a check of a hold by its end state (every
+thread stopped) and the group's CPU time (30 ms of slack, in ticks of 10 ms) alone is not enough. This
+candidate answers honestly (torch_attention.py) and has a POSIX timer send one of its threads SIGCONT every
+2 ms (SIGEV_THREAD_ID; that thread blocks the signal and takes it with sigwaitinfo). Any SIGCONT wakes the
+whole process; when the thread finds it was woken while held (no SIGCONT of the supervisor's since, the main thread waiting in read() on the
 request pipe with nothing there), it does what it came to do in a fraction of a millisecond (on a GPU: launch
 work that runs while a comparator is timed, wakes_briefly.cu) and stops the process again itself, so a hold
-ends with every thread stopped. In Python each wake costs ~0.3 ms of CPU, so review l's check still caught it
+ends with every thread stopped. In Python each wake costs ~0.3 ms of CPU, so that check alone still caught it
 by CPU time on 3 of 4 smoke scenarios against the seed on a 2-core CPU (one passed); the .cu's one wake of
 microseconds a hold it could not. The supervisor now counts each stopped thread's runs (schedstat): the next
-request fails `tampered`. tests/test_review_j_cpu.py runs it against the seed, where every scenario must be
+request fails `tampered`. tests/test_confine_and_hold_cpu.py runs it against the seed, where every scenario must be
 `tampered`; alone some holds are shorter than the timer's period.
 
 expect: tampered or passed

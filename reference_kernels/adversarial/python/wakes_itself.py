@@ -1,11 +1,11 @@
-"""hogs_between_rounds.py's way past the stop, found in review l: the supervisor stops the candidate's process
+"""hogs_between_rounds.py's way past the stop: the supervisor stops the candidate's process
 group between its requests (solbench/supervisor/pause.py) with SIGSTOP, and any SIGCONT wakes it again. This
 candidate is hogs_between_rounds.py (honest answers; threads that load the CPUs while a comparator is timed)
 that also has the kernel send it SIGCONT every millisecond (a POSIX timer, timer_create with SIGEV_SIGNAL; the
 seccomp filter cannot read the sigevent), so it runs on while it is held. The supervisor checks each hold: its
 threads are awake (and its CPU time grew) when the next request comes, so that request fails `tampered`.
 Without a comparator (as the corpus test runs it) the holds last less than the timer's period and some
-scenarios pass (nothing is timed beside it then); tests/test_review_j_cpu.py runs it against the seed, where
+scenarios pass (nothing is timed beside it then); tests/test_confine_and_hold_cpu.py runs it against the seed, where
 every scenario must be `tampered`.
 
 expect: tampered or passed

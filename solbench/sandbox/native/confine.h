@@ -34,7 +34,7 @@ static std::string limit_files() {
     rlim_t cap = lim.rlim_max == RLIM_INFINITY ? 4096 : std::min<rlim_t>(4096, lim.rlim_max / 2);
     struct rlimit lowered = {std::min(lim.rlim_cur, cap), cap};
     if (setrlimit(RLIMIT_NOFILE, &lowered)) return format("open files not limited: %s", strerror(errno));
-    struct rlimit size = {16ull << 30, 16ull << 30};  // confine.py's FILE_SIZE_CAP: no disk filled (review k, 3)
+    struct rlimit size = {16ull << 30, 16ull << 30};  // confine.py's FILE_SIZE_CAP: no disk filled
     if (setrlimit(RLIMIT_FSIZE, &size)) return format("open files <= %llu, file size not limited", (unsigned long long)cap);
     return format("open files <= %llu, each file <= 16 GiB", (unsigned long long)cap);
 }
@@ -43,12 +43,12 @@ static std::string limit_files() {
 // threads' names, /proc/self/task/*/comm. Without it cudaSetDevice fails with cudaErrorOperatingSystem (H200,
 // driver 580). /proc/self is this process's own folder: nothing there reaches another process. Its O_PATH
 // descriptor stays open: Landlock ties the rule to the inode, which procfs makes anew once the dentry is
-// reclaimed (review j, 6). solbench/sandbox/confine.py's DRIVER_WRITES.
+// reclaimed. solbench/sandbox/confine.py's DRIVER_WRITES.
 static const char* const DRIVER_WRITES[] = {"/proc/self"};
 
 // The device files the candidate may open for writing and use ioctls on: the GPU's (/dev/nvidia*, the
 // /dev/nvidia-caps folder) and null, zero, full, random, urandom; not a raw disk, a loop device or the
-// operator's terminal (review j, 3). confine.py's device_files().
+// operator's terminal. confine.py's device_files().
 static std::vector<std::string> device_files() {
     std::vector<std::string> files;
     if (DIR* d = opendir("/dev")) {
@@ -125,7 +125,7 @@ static std::string confine(const std::vector<std::string>& writable) {
 }
 
 // Every capability gone, bounding and ambient sets included (privileges.py's drop_capabilities): a candidate
-// running as root otherwise keeps mknod, TIOCSTI, adjtimex, bpf and the right to act on any process (review j, 3).
+// running as root otherwise keeps mknod, TIOCSTI, adjtimex, bpf and the right to act on any process.
 static std::string drop_capabilities() {
     int last = 63;
     if (FILE* f = fopen("/proc/sys/kernel/cap_last_cap", "r")) {
@@ -144,9 +144,9 @@ static std::string drop_capabilities() {
 // before this, run code of the candidate's too), and more: the process starts no other process. fork, vfork,
 // clone without CLONE_THREAD, execve and execveat fail with EPERM (clone3, whose flags a filter cannot read,
 // with ENOSYS: glibc then makes threads with clone); threads still work. A helper process with a CUDA context
-// of its own would do work no launch count, event or synchronize of the runner's sees (review i, 7). Other
+// of its own would do work no launch count, event or synchronize of the runner's sees. Other
 // processes' limits (prlimit: EPERM), priorities, CPUs and I/O priority (pretend to succeed) are out of reach,
-// and so are user namespaces (review j, 1 and 8) and System V IPC; setpgid and setsid do nothing (the
+// and so are user namespaces and System V IPC; setpgid and setsid do nothing (the
 // supervisor stops the runner's process group between requests); io_uring is refused. Returns what was applied.
 static std::string filter_syscalls() {
 #if defined(__x86_64__)

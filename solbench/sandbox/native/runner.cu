@@ -241,7 +241,7 @@ static std::string forbidden_mapped() {
         std::string where = path;
         where.erase(where.find_last_not_of("\n") + 1);
         // Code mapped from a file it made at run time (a memfd, a deleted file, its scratch folder or /dev/shm,
-        // the writable folders; review j, 7) could be
+        // the writable folders) could be
         // any library under any name: that is refused as such.
         char perms[8] = "";
         bool executable = sscanf(line, "%*s %7s", perms) == 1 && strchr(perms, 'x');
@@ -934,8 +934,8 @@ struct Timer {
     // the start event included, each slow under CUPTI), from timed iterations' history alone, and its clock rate
     // is observed from CUPTI's record of the spin, not from events that also count the spin's launch delay.
     // Sized from the call's launch alone, the start event fired before the call's launch arrived: the seed timed
-    // 0.4 % slower than the Python host on `real` and +10 % on an 80 us decode (reports/timing-h200/
-    // session-2026-12-04g: span cover native-vs-python geomean 0.9999, p95 0.91 %).
+    // 0.4 % slower than the Python host on `real` and +10 % on an 80 us decode (H200, 2026-12-04,
+    // reports/h200/fingerprint-and-span-cover: span cover native-vs-python geomean 0.9999, p95 0.91 %).
     std::deque<double> launches, marked_launches;
     double host_floor_ms = 0, sync_floor_ms = 0, slack_ms = 0.02;
     size_t l2_bytes = 0;

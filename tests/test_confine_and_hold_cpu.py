@@ -1,5 +1,5 @@
-"""Review j (reports/timing-h200/session-2026-12-04j/review-j.md): what Landlock left open to a confined Python
-candidate, each tried on a CPU in a process confined as the candidate's worker is (solbench.sandbox.confine):
+"""What Landlock alone leaves open to a confined Python candidate (reports/h200/runner-confinement/), each
+tried on a CPU in a process confined as the candidate's worker is (solbench.sandbox.confine):
 other processes of the same user (prlimit, setpriority, sched_setaffinity), local services (TCP), device nodes
 and capabilities as root, threads that predate the confinement, and the supervisor's wait on a worker that
 writes to its spawn sentinel."""
@@ -40,7 +40,7 @@ def _confined(tmp_path, body: str) -> dict:
 
 
 def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path):
-    """An RLIMIT_CPU below a comparator's CPU time gets it killed by the kernel (review j, 1): refused; its
+    """An RLIMIT_CPU below a comparator's CPU time gets it killed by the kernel: refused; its
     priority and CPUs stay as they were; the candidate's own still change; reading another's limits works."""
     parent = os.getpid()
     before = (os.getpriority(os.PRIO_PROCESS, parent), os.sched_getaffinity(parent))
@@ -62,7 +62,7 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
         attempt("mq_open", lambda: (libc.mq_open(b"/solbench-try", 0o102, 0o600, None), ctypes.get_errno()))
         attempt("shmat", lambda: (libc.shmat(0, None, 0) == ctypes.c_void_p(-1).value or True, ctypes.get_errno()))
         attempt("io_uring", lambda: (libc.syscall(425, 4, ctypes.create_string_buffer(120)), ctypes.get_errno()))
-        # review n: a SIGCONT when a child or the parent dies wakes the held group
+        # a SIGCONT when a child or the parent dies wakes the held group
         clone = 56 if os.uname().machine == "x86_64" else 220  # flags: just the exit signal (fork-like)
         attempt("exit_sigcont", lambda: (libc.syscall(clone, 18, 0, 0, 0, 0), ctypes.get_errno()))
         attempt("exit_sigusr1", lambda: (libc.syscall(clone, 10, 0, 0, 0, 0), ctypes.get_errno()))  # any but SIGCHLD
@@ -77,7 +77,7 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
     assert seen["own_nice"] == 3 and seen["own_limit"] is None and seen["userns"] == -1, seen
     # System V IPC: segments outlive the run, and ids reach others' (EPERM = 1)
     assert [seen[k] for k in ("shmget", "semget", "msgget", "mq_open")] == [(-1, 1)] * 4 and seen["shmat"][1] == 1, seen
-    # the process group the supervisor stops between requests cannot be left (review 2026-12-04k)
+    # the process group the supervisor stops between requests cannot be left
     assert seen["leave_group"] is True and seen["io_uring"] == (-1, 1), seen
     assert seen["exit_sigcont"] == seen["exit_sigusr1"] == (-1, 1), seen
     assert seen["deathsig"] == (-1, 1, 0) and seen["fork"] == 0, seen
@@ -85,7 +85,7 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
 
 
 def test_the_prlimit_variant_of_kills_the_yardstick_is_refused(tmp_path):
-    """The review's one-line change to kills_the_yardstick.py: the comparators' CPU-time limit instead of a
+    """kills_the_yardstick.py changed by one line: the comparators' CPU-time limit instead of a
     signal. Refused, so the candidate's call raises (runtime_error), as the signal is (ABI >= 6)."""
     from solbench.core.policy import QUICK
     from solbench.supervisor.runner import RunConfig, run
@@ -106,7 +106,7 @@ def test_the_prlimit_variant_of_kills_the_yardstick_is_refused(tmp_path):
 @pytest.mark.skipif(abi_version() < 4, reason="Landlock ABI < 4 cannot refuse TCP")
 def test_a_confined_candidate_opens_no_tcp_connection(tmp_path):
     """A local service that runs code on request (the Ray cluster of --executor ray) ran the candidate's code
-    unconfined (review j, 2): no TCP connection, no listening port."""
+    unconfined: no TCP connection, no listening port."""
     import socket
 
     with socket.create_server(("127.0.0.1", 0)) as listener:
@@ -120,13 +120,13 @@ def test_a_confined_candidate_opens_no_tcp_connection(tmp_path):
 
 @pytest.mark.skipif(abi_version() < 1, reason="no Landlock")
 def test_a_confined_candidate_makes_no_device_node_and_keeps_no_capability(tmp_path):
-    """As root a block device node in /dev/shm was the raw disk (review j, 3): no node anywhere, and no
+    """As root a block device node in /dev/shm was the raw disk: no node anywhere, and no
     capability left (mknod, TIOCSTI, adjtimex, bpf); /dev/null and /dev/shm still work."""
     seen = _confined(tmp_path, f"""
         attempt("mknod", lambda: os.mknod({str(tmp_path / "scratch" / "blk")!r}, 0o600 | 0o60000, os.makedev(7, 0)))
         attempt("null", lambda: open("/dev/null", "w").write("x"))
         attempt("caps", lambda: [l.split()[1] for l in open("/proc/self/status") if l.startswith(("CapEff", "CapBnd"))])
-        attempt("shm", lambda: (open("/dev/shm/solbench-review-j", "w").write("x"), os.unlink("/dev/shm/solbench-review-j")))
+        attempt("shm", lambda: (open("/dev/shm/solbench-device-node", "w").write("x"), os.unlink("/dev/shm/solbench-device-node")))
     """)
     assert seen["mknod"] in ("PermissionError", "OSError") and seen["null"] == 1, seen
     assert seen["caps"] == ["0000000000000000"] * 2, seen
@@ -135,7 +135,7 @@ def test_a_confined_candidate_makes_no_device_node_and_keeps_no_capability(tmp_p
 
 
 def test_a_process_with_a_thread_already_running_is_not_confined_and_says_so():
-    """Landlock would not bind a thread started before it (review j, 4): nothing is applied."""
+    """Landlock would not bind a thread started before it: nothing is applied."""
     from solbench.sandbox.confine import ConfinedTooLate
 
     code = ("import threading, time\nfrom solbench.sandbox.confine import confine, ConfinedTooLate\n"
@@ -148,7 +148,7 @@ def test_a_process_with_a_thread_already_running_is_not_confined_and_says_so():
 
 def test_a_worker_started_from_a_script_that_imports_numpy_is_confined_with_one_thread(tmp_path):
     """spawn runs the parent's __main__ again in the child: a top-level `import numpy` started an OpenBLAS
-    thread before the confinement (review j, 4). The supervisor starts its workers with a bare __main__."""
+    thread before the confinement. The supervisor starts its workers with a bare __main__."""
     script = tmp_path / "drive.py"
     script.write_text(textwrap.dedent(f"""
         import numpy  # noqa: F401  (a thread in this process, and in the worker if it ran this file again)
@@ -169,7 +169,7 @@ def test_a_worker_started_from_a_script_that_imports_numpy_is_confined_with_one_
 
 def test_a_worker_that_writes_to_its_spawn_sentinel_cannot_hang_the_supervisors_stop(tmp_path):
     """A readable sentinel made join() call a blocking waitpid, and a candidate that wrote a byte to it and kept
-    a thread alive hung `solbench run` for good (review j, 5): stop() waits with a deadline, then kills."""
+    a thread alive hung `solbench run` for good: stop() waits with a deadline, then kills."""
     from solbench.core.policy import QUICK
     from solbench.supervisor.runner import RunConfig, run
 
@@ -263,9 +263,9 @@ def test_a_child_of_the_candidates_cannot_leave_the_group_the_supervisor_stops(t
 
 
 def test_a_candidate_that_loads_the_cpu_while_the_seed_is_timed_gets_no_speed_up(tmp_path):
-    """hogs_between_rounds.py (review k, 1): honest answers, threads that load the CPUs only while a comparator
+    """hogs_between_rounds.py: honest answers, threads that load the CPUs only while a comparator
     runs. Stopped between its requests, it is ~1x the seed, as an honest candidate is. Left running
-    (SOLBENCH_NO_PAUSE=1) it measured 1.82x (review k), 1.96x and 1.13x on this 2-core machine, and ~1x in
+    (SOLBENCH_NO_PAUSE=1) it measured 1.82x, 1.96x and 1.13x on this 2-core machine, and ~1x in
     another try: not asserted here."""
     import statistics
 
@@ -280,7 +280,7 @@ def test_a_candidate_that_loads_the_cpu_while_the_seed_is_timed_gets_no_speed_up
 
 
 def test_a_candidate_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_path):
-    """wakes_itself.py (review l): a SIGCONT timer undoes the stop; held while the seed's rounds run, its threads
+    """wakes_itself.py: a SIGCONT timer undoes the stop; held while the seed's rounds run, its threads
     are found awake at its next request."""
     from solbench.core.model import Status
     from solbench.core.policy import QUICK
@@ -293,7 +293,7 @@ def test_a_candidate_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_p
 
 
 def test_a_candidate_that_wakes_briefly_while_the_seed_is_timed_is_tampered(tmp_path):
-    """wakes_briefly.py (review m): woken by its own timer while held, it stops itself again within a fraction of
+    """wakes_briefly.py: woken by its own timer while held, it stops itself again within a fraction of
     a ms, so every thread is stopped at the next request; the threads' run counts show it, on every scenario."""
     from solbench.core.model import Status
     from solbench.core.policy import QUICK
@@ -306,8 +306,8 @@ def test_a_candidate_that_wakes_briefly_while_the_seed_is_timed_is_tampered(tmp_
 
 
 def test_one_wake_of_a_held_process_is_seen_though_it_stops_again():
-    """Review m: a thread woken once during a hold that stops itself again at once leaves every thread stopped
-    and no CPU time to speak of (review l's check saw nothing); its run count has grown."""
+    """A thread woken once during a hold that stops itself again at once leaves every thread stopped
+    and no CPU time to speak of (a check of the end state and the CPU time alone sees nothing); its run count has grown."""
     import signal
 
     from solbench.supervisor.pause import Hold
@@ -335,7 +335,7 @@ def test_one_wake_of_a_held_process_is_seen_though_it_stops_again():
 
 
 def test_a_process_back_from_an_uninterruptible_wait_while_held_is_seen(tmp_path):
-    """Review n: a vfork parent is `D` when held; its child's death (exit signal SIGCONT) both clears its pending
+    """A vfork parent is `D` when held; its child's death (exit signal SIGCONT) both clears its pending
     stop and ends its wait, so it ran its own code while held and stopped itself again, within the CPU time a `D`
     thread was allowed (0 of 20 holds flagged). Now it must be in the syscall it waited in: it is not."""
     from solbench.supervisor.pause import Hold
@@ -356,7 +356,7 @@ def test_a_process_back_from_an_uninterruptible_wait_while_held_is_seen(tmp_path
 
 
 def test_a_thread_that_stops_itself_again_in_the_same_call_is_seen(tmp_path):
-    """Review o: woken while held, a thread that stops itself again with a raw tgkill from the same instruction
+    """Woken while held, a thread that stops itself again with a raw tgkill from the same instruction
     shows one more run and the same syscall line; an allowance for threads still switching out let it pass."""
     import platform
 
@@ -374,7 +374,7 @@ def test_a_thread_that_stops_itself_again_in_the_same_call_is_seen(tmp_path):
 
 @contextlib.contextmanager
 def _started(tmp_path, source: str):
-    """Build tests/data/`source` with the C compiler and run it in a session of its own; yields the pid it prints
+    """Build tests/data/`source` with the C compiler and run it in its own session; yields the pid it prints
     (its process group's); kills the group after."""
     import shutil
     import signal
@@ -403,12 +403,12 @@ def test_what_ran_in_a_hold_is_judged_per_thread():
     assert "1/1 ended" in ran(before, {"1/2": ("D", 5, 2.0, wait)})
     assert "1/4 started" in ran(before, {**before, "1/4": ("T", 1, 0.0, None)})
     assert "ms of CPU time" in ran(before, {"1/1": ("T", 10, 1.0, None), "1/2": ("T", 6, 2.0 + 2 * RAN_S, wait)})
-    # review n: back from its wait, it ran its own code and stopped itself in another syscall (or it is unreadable)
+    # back from its wait, it ran its own code and stopped itself in another syscall (or it is unreadable)
     elsewhere = b"62 0x5 0x13 0x0 0x0 0x0 0x0 0x7ffd0 0x7f40"
     for call, said in ((elsewhere, "left its uninterruptible wait"), (None, "syscall could not be read")):
         assert said in ran(before, {"1/1": ("T", 10, 1.0, None), "1/2": ("T", 6, 2.0, call)})
     assert "did not stop" in ran({"1/1": ("R", 10, 1.0, None)}, {"1/1": ("T", 10, 1.0, None)})
-    # one more run, in the same call, for microseconds: it ran (review o: a raw tgkill(SIGSTOP) stops it so)
+    # one more run, in the same call, for microseconds: it ran (a raw tgkill(SIGSTOP) stops it so)
     read = b"0 0x3 0x7f00 0x10000 0x0 0x0 0x0 0x7ffd0 0x7f80"
     assert "1/1 ran 1 time(s)" in ran({"1/1": ("T", 10, 1.0, read)}, {"1/1": ("T", 11, 1.0 + 10e-6, read)})
     unread = ran({"1/2": ("D", 5, 2.0, None)}, {"1/2": ("D", 5, 2.0, None)})
@@ -419,7 +419,7 @@ def test_what_ran_in_a_hold_is_judged_per_thread():
 
 
 def test_a_hold_is_checked_and_outlives_the_groups_leader(tmp_path):
-    """Review l: a SIGCONT the process has sent to itself (a POSIX timer) undid the stop, unseen; and a group whose
+    """A SIGCONT the process has sent to itself (a POSIX timer) undid the stop, unseen; and a group whose
     leader had died was neither held nor killed. A held group whose threads are awake at the next request is
     reported (wakes_itself.py in the corpus gets `tampered` for it); a quiet one is not; the group is held by its
     id, so a child left in it stops after the leader is gone."""
@@ -475,7 +475,7 @@ def test_a_hold_is_checked_and_outlives_the_groups_leader(tmp_path):
 
 
 def test_the_audit_draws_one_row_by_its_work():
-    """Review m: a batch whose one long row holds most of the work among many short ones; uniform rows alone
+    """A batch whose one long row holds most of the work among many short ones; uniform rows alone
     would rarely check it, one drawn by its visible keys does about as often as its share of the work."""
     import random
 

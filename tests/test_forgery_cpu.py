@@ -1,4 +1,4 @@
-"""Review 21's findings on a CPU (the changes 1b76fde..3c458fa): each test states what the harness must do;
+"""Forged round replies on a CPU, caught on the supervisor's clock: each test states what the harness must do;
 the strict xfail is what is still open.
 
 The native runner cannot run here; its round replies are played by a fake worker of the native kind, as in
@@ -62,7 +62,7 @@ def test_a_native_forger_beside_a_trusted_native_runner_is_caught_on_the_supervi
                                                   "lib": _Worker("py", "python", call_ms=5.0)})
 
 
-@pytest.mark.xfail(strict=True, reason="review 21, bounded since: with no trusted native runner beside it "
+@pytest.mark.xfail(strict=True, reason="bounded: with no trusted native runner beside it "
                                        "(--seed none), the candidate's runner may claim up to 3 ms a call "
                                        "between calls (NATIVE_BETWEEN_CAP_MS); a forger of 5 ms calls hides that "
                                        "much and the 35 % share on top (README: limits)")
@@ -82,15 +82,3 @@ def test_the_same_forgery_from_a_python_host_is_caught():
     """The Python host's replies carry no clock the supervisor reads: the same numbers are flagged there."""
     forger = _Worker("py", "python", call_ms=5.0, scale=0.1)
     assert CLOCK_GAP in _candidate_flags(forger, {"lib": _Worker("py", "python", call_ms=5.0)})
-
-
-def test_outliers_a_small_output_may_hold():
-    """verdict.too_many_outside (judge and the timed-call audit): on a small output the binomial test lets a
-    candidate hold several times the allowed fraction of elements outside the tolerance (each still under the
-    hard factor and the error budget); on a large one it holds the fraction to within a few sigma."""
-    from solbench.supervisor.verdict import too_many_outside
-
-    small = max(k for k in range(0, 40) if not too_many_outside(k, 13_312, 1e-4))
-    assert small == 7  # 5.3x the 1.33 that 1e-4 of 13,312 elements is; the old rule failed 2
-    large = max(k for k in range(90, 200) if not too_many_outside(k, 1_000_000, 1e-4))
-    assert 130 <= large <= 145  # ~1.4x the 100 allowed

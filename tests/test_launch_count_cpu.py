@@ -1,4 +1,4 @@
-"""Review i's findings on a CPU (the native runner's launch count, session 2026-12-04i): the launcher split's
+"""The native runner's launch count on a CPU: the launcher split's
 own launches answer in the scenario that made them."""
 
 import pytest

@@ -1,5 +1,5 @@
-"""Review 18's findings on a CPU: each test states what the harness must do with one file of
-reference_kernels/adversarial/python. All were open when the review found them; those closed by the
+"""Cheats and false positives of reference_kernels/adversarial/python on a CPU: each test states what the harness must do with one file of
+reference_kernels/adversarial/python. Those closed by the
 candidate's confinement (solbench/sandbox/confine.py) skip on kernels without the Landlock it needs."""
 
 import json

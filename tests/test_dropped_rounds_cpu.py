@@ -1,4 +1,4 @@
-"""Review h's findings on a CPU (the span cover and the out-of-memory retry, session 2026-12-04h): what CUPTI
+"""Rounds the supervisor drops, on a CPU (the span cover and the out-of-memory retry): what CUPTI
 saw in a round whose times the supervisor drops still counts. The out-of-memory retry's tests are in
 tests/test_executor.py."""
 
