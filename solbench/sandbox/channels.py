@@ -36,7 +36,8 @@ import os
 PYTHON_WORKER_FDS = {
     "null": "fd 0",
     "log": "fds 1 and 2, and the log _serve opens",
-    "unix socket": "its end of the socketpair to the supervisor (unnamed, not listening)",
+    "unix socket": "its end of the socketpair to the supervisor (unnamed, not listening; a second fd of it while "
+                   "it waits for a command, ipc.recv_fds)",
     "unlinked shared memory": "a CPU storage it was sent, mapped",
     "proc self": "the O_PATH fd behind Landlock's rule for /proc/self",
 }
