@@ -260,10 +260,10 @@ def test_cpu_tensors_travel_as_the_fd_of_their_shared_memory(fake):
     from multiprocessing import resource_sharer
 
     t = torch.arange(6.0)
-    data, exports = ipc.dumps(("x", t, t[2:]), device_memory.new_holder())
+    data, exports = ipc.dumps(("x", t, t[2:], torch.empty(2, 0)), device_memory.new_holder())
     assert len(exports.fds) == 1 and b"torch.multiprocessing" not in data and b"DupFd" not in data
-    _, back, view = _deliver(data, exports)
-    assert torch.equal(back, t) and torch.equal(view, t[2:]) and not fake.opened
+    _, back, view, empty = _deliver(data, exports)  # an empty tensor has no memory, and no fd
+    assert torch.equal(back, t) and torch.equal(view, t[2:]) and empty.shape == (2, 0) and not fake.opened
     back[3] = 30.0  # the worker's write lands in the supervisor's memory, and in the other view
     assert t[3] == 30.0 and view[1] == 30.0
     assert resource_sharer._resource_sharer._address is None  # no listener started for it

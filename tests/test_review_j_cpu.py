@@ -150,7 +150,8 @@ def test_a_process_with_a_thread_already_running_is_not_confined_and_says_so():
 
 def test_a_worker_started_from_a_script_that_imports_numpy_is_confined_with_one_thread(tmp_path):
     """spawn runs the parent's __main__ again in the child: a top-level `import numpy` started an OpenBLAS
-    thread before the confinement (review j, 4). The supervisor starts its workers with a bare __main__."""
+    thread before the confinement (review j, 4). Workers are a plain exec now (solbench.sandbox.boot): nothing
+    of the supervisor's script runs in them."""
     script = tmp_path / "drive.py"
     script.write_text(textwrap.dedent(f"""
         import numpy  # noqa: F401  (a thread in this process, and in the worker if it ran this file again)

@@ -24,12 +24,13 @@ A Python worker gets the fd batches and then its pickled command on its Connecti
 of its storage's shared memory, mapped by `_shared_cpu_tensor`. Not as torch.multiprocessing sends it: that
 hands each fd out from a listener thread in the supervisor, which unpickles whatever a client sends it and
 admits anyone with the supervisor's multiprocessing key (issue 39, class 1). Nothing here starts a listener:
-the pickler is plain pickle's, without the reductions torch and multiprocessing register on theirs. The native runner gets the fd batches
-on a socket of its own (its fdsock= argument) and the tokens on its 'copy' lines, and maps them the same
-way (runner.cu map_tensor). Through the driver API, not torch's own CUDA IPC: torch's format is private,
-and it keeps a shared block allocated in the supervisor until the worker's process says it let go, which a
-worker that dies never does. Making a token lends the allocation to the worker it is for
-(device_memory.lend), so it is not freed while that worker may still map it.
+the pickler is plain pickle's, without the reductions torch and multiprocessing register on theirs.
+
+The native runner gets the fd batches on a socket of its own (its fdsock= argument) and the tokens on its
+'copy' lines, and maps them the same way (runner.cu map_tensor). Through the driver API, not torch's own
+CUDA IPC: torch's format is private, and it keeps a shared block allocated in the supervisor until the
+worker's process says it let go, which a worker that dies never does. Making a token lends the allocation
+to the worker it is for (device_memory.lend), so it is not freed while that worker may still map it.
 """
 
 from __future__ import annotations
@@ -267,6 +268,8 @@ class _SharingPickler(pickle.Pickler):
         from solbench.gpu import device_memory
 
         allocation = device_memory.allocation_of(obj)
+        if allocation is None and obj.device.type == "cpu" and obj.untyped_storage().nbytes() == 0:
+            return _empty_cpu_tensor, (obj.dtype, tuple(obj.shape), tuple(obj.stride()))  # no memory: no fd
         if allocation is None and obj.device.type == "cpu":
             index = self.exports.index_of_storage(obj.untyped_storage())
             return _shared_cpu_tensor, (index, obj.untyped_storage().nbytes(), obj.dtype, tuple(obj.shape),
@@ -315,3 +318,9 @@ def _shared_cpu_tensor(index: int, nbytes: int, dtype, shape: tuple, stride: tup
     if index not in storages:
         storages[index] = torch.UntypedStorage._new_shared_fd_cpu(fds[index], nbytes)  # keeps a copy of the fd
     return torch.empty(0, dtype=dtype).set_(storages[index], offset, shape, stride)
+
+
+def _empty_cpu_tensor(dtype, shape: tuple, stride: tuple):
+    import torch
+
+    return torch.empty_strided(shape, stride, dtype=dtype)
