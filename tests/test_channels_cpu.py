@@ -1,7 +1,8 @@
 """Issue 39, class 1 on a CPU: a worker has no way into its supervisor's code. A real Python worker holds only the
 fds solbench.sandbox.channels lists, its supervisor holds no socket it could connect to, its environment is its
 supervisor's, and it has no multiprocessing key of the supervisor's; the cheat that used torch's fd sharer
-(calls_the_supervisors_listener.py) gets a failing status and writes nothing through the supervisor."""
+(calls_the_supervisors_listener.py) gets a failing status and writes nothing through the supervisor, and the one
+that shrank the memory behind its tensors (shrinks_the_supervisors_memory.py) no longer ends the run."""
 
 import json
 import os
@@ -72,7 +73,7 @@ def test_a_python_worker_holds_only_the_fds_in_the_inventory(seen):
     kinds = [kind for _, kind, _ in fds]
     sockets = {target for _, kind, target in fds if kind == "unix socket"}  # two fds while it waits to read
     assert kinds[:3] == ["null", "log", "log"] and len(sockets) == 1, fds
-    assert kinds.count("unlinked shared memory") >= 2, fds  # the scenario's tensors it was sent, mapped
+    assert kinds.count("sealed shared memory") >= 2, fds  # the scenario's tensors it was sent, mapped
 
 
 def test_its_supervisor_holds_no_socket_a_worker_could_connect_or_send_to(seen):
@@ -104,3 +105,18 @@ def test_a_candidate_cannot_run_code_in_the_supervisor_through_the_tensor_sharer
     assert not canary.exists()
     said = (tmp_path / "run" / "worker-candidate.log").read_text()
     assert "calls_the_supervisors_listener: no listener named by the tensors it was sent" in said, said[-2000:]
+
+
+def test_a_candidate_cannot_end_the_run_by_shrinking_the_memory_it_was_sent(tmp_path):
+    """Before: the /dev/shm files behind its tensors truncated, `solbench run` killed by SIGBUS (exit 135) as it
+    read the outputs, and its held worker left stopped and orphaned. Now the memory is a sealed memfd."""
+    proc = subprocess.run([sys.executable, "-m", "solbench", "run", str(CORPUS / "shrinks_the_supervisors_memory.py"),
+                           "--suite", "smoke", "--device", "cpu", "--quick", "--max-scenarios", "2", "--out",
+                           str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "SOLBENCH_ADVERSARY_SHRINK": "1"})
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])  # some scenario failed; the run ended well
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert [o["status"] for o in doc["outcomes"]] == ["mismatch", "mismatch"], proc.stderr[-2000:]
+    said = (tmp_path / "run" / "worker-candidate.log").read_text()
+    assert "shrinks_the_supervisors_memory: /memfd:solbench-tensor (deleted): Operation not permitted" in said
+    assert "truncated" not in said, said[-2000:]

@@ -76,15 +76,13 @@ class Exports:
         return self._index[allocation.serial]
 
     def index_of_storage(self, storage) -> int:
-        """The index of a CPU storage's shared-memory fd in this message (a copy of it, made now if none yet)."""
-        if not storage.is_shared():
-            storage.share_memory_()  # moves it, as torch.multiprocessing did; solbench's inputs are made shared
+        """The index of a CPU storage's shared-memory fd in this message (a copy of it, made now if none yet);
+        IpcError unless it is memory of `sealed_cpu`'s."""
         key = ("cpu", storage.data_ptr())
         if key not in self._index:
-            try:
-                fd, _ = storage._share_fd_cpu_()
-            except RuntimeError as exc:  # shared by file name (another sharing strategy), not by fd
-                raise IpcError(f"a CPU tensor's shared memory has no fd: {exc}") from None
+            if not storage.is_shared() or not _sealed(fd := storage._share_fd_cpu_()[0]):
+                raise IpcError("a CPU tensor sent to a worker must be in memory made by solbench.gpu.ipc.sealed_cpu "
+                               "(solbench.supervisor.inputs makes every one there)")
             self.fds.append(os.dup(fd))  # the storage keeps its own
             self._index[key] = len(self.fds) - 1
         return self._index[key]
@@ -101,6 +99,40 @@ class Token:
     serial: int
     size: int
     offset: int
+
+
+_SEALS = ("F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL")
+
+
+def sealed_cpu(t):
+    """A copy of CPU tensor `t` in shared memory no worker can shrink: a memfd sealed against shrinking and
+    growing. The worker gets its fd; with torch's shared memory (a file in /dev/shm) it could ftruncate that fd,
+    and the supervisor's next read of the tensor was a SIGBUS that ended the run (issue 39, class 1)."""
+    import fcntl
+
+    import torch
+
+    nbytes = t.untyped_storage().nbytes()  # the whole storage: offset and strides stay t's
+    if nbytes == 0:
+        return t.clone()  # no memory: sent without an fd
+    fd = os.memfd_create("solbench-tensor", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, nbytes)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, sum(getattr(fcntl, seal) for seal in _SEALS))
+        storage = torch.UntypedStorage._new_shared_fd_cpu(fd, nbytes)  # maps it, and keeps a copy of the fd
+    finally:
+        os.close(fd)
+    storage.copy_(t.untyped_storage())
+    return torch.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride())
+
+
+def _sealed(fd: int) -> bool:
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_SHRINK != 0
+    except OSError:  # not a file that takes seals
+        return False
 
 
 def token(tensor, exports: Exports, holder: int | None = None) -> str:

@@ -11,8 +11,9 @@ A Python worker (solbench.sandbox.boot; a plain exec, not multiprocessing's spaw
 - its socket: one end of an unnamed socketpair whose other end only the supervisor holds. Down: commands the
   supervisor pickled, with the fds of the tensors they name beside them (solbench.gpu.ipc). Up: replies, one
   bounded JSON frame each (solbench.sandbox.replies). Nothing it sends is unpickled.
-- shared memory: one fd per CPU storage it was sent (torch keeps it for the mapping), a file in /dev/shm
-  unlinked when the supervisor made it: no name leads to the supervisor's memory. On a GPU, mappings of the
+- shared memory: one fd per CPU storage it was sent (torch keeps it for the mapping): a memfd, which no name
+  leads to, sealed against shrinking and growing (solbench.gpu.ipc.sealed_cpu; a /dev/shm file it could
+  truncate, and the supervisor's next read was a SIGBUS that ended the run). On a GPU, mappings of the
   supervisor's allocations, their fds closed once mapped. Their contents are checked by the supervisor.
 - /proc/self: an O_PATH fd that keeps Landlock's rule for the CUDA driver's writes (confine.DRIVER_WRITES).
 - environment: its supervisor's, unchanged; it then points confine.CACHE_VARIABLES at its scratch folder.
@@ -38,7 +39,7 @@ PYTHON_WORKER_FDS = {
     "log": "fds 1 and 2, and the log _serve opens",
     "unix socket": "its end of the socketpair to the supervisor (unnamed, not listening; a second fd of it while "
                    "it waits for a command, ipc.recv_fds)",
-    "unlinked shared memory": "a CPU storage it was sent, mapped",
+    "sealed shared memory": "a CPU storage it was sent, mapped (a memfd it cannot shrink or grow)",
     "proc self": "the O_PATH fd behind Landlock's rule for /proc/self",
 }
 """What a Python worker may hold open, by kind (observe's words): anything else is a channel not listed here."""
@@ -83,8 +84,8 @@ def observe(pid: int, log_path: str | None = None) -> list[tuple[int, str, str]]
             kind = "log"
         elif target.startswith("socket:["):
             kind = sockets.get(int(target[8:-1]), "socket of another namespace")
-        elif target.startswith("/dev/shm/") and target.endswith(" (deleted)"):
-            kind = "unlinked shared memory"
+        elif target.startswith("/memfd:solbench-tensor"):
+            kind = "sealed shared memory"
         elif target == f"/proc/{pid}":
             kind = "proc self"
         else:
