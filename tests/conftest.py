@@ -1,6 +1,9 @@
 """The test suite leaves no process behind (issue 39, class 7): every process it starts carries MARK in its
-environment, and once the tests have run, any such process that is stopped, or orphaned (its parent not one of
-them), fails the run with its pid, state and command line. Processes of other test runs carry another mark."""
+environment, and once the tests have run, any such process still alive but this process's own helpers (its
+lifeline watchdog and multiprocessing resource tracker, which end with it) fails the run with its pid, state
+(T: stopped), parent and command line. Stopped or orphaned, alive after the tests means nothing would have
+ended it: orphans of an in-process run are re-parented to pytest itself (a subreaper then), so a parent check
+alone would miss them. Processes of other test runs carry another mark."""
 
 import os
 import secrets
@@ -38,9 +41,12 @@ def _ours() -> dict[int, tuple[str, int, str]]:
 
 
 def _left_behind() -> dict[int, tuple[str, int, str]]:
-    ours = _ours()
-    parents = set(ours) | {os.getpid()}
-    return {pid: seen for pid, seen in ours.items() if seen[0] in "tT" or seen[1] not in parents}
+    import multiprocessing.resource_tracker
+
+    from solbench.supervisor.lifeline import watchdog_pid
+
+    helpers = {watchdog_pid(), getattr(multiprocessing.resource_tracker._resource_tracker, "_pid", None)}
+    return {pid: seen for pid, seen in _ours().items() if pid not in helpers}
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -52,7 +58,7 @@ def pytest_sessionfinish(session, exitstatus):
     if left:
         lines = [f"  pid {pid} state {state} parent {ppid}: {command}" for pid, (state, ppid, command) in left.items()]
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        text = "processes the tests left behind, stopped or orphaned:\n" + "\n".join(lines)
+        text = "processes the tests left behind (state T: stopped), which nothing would have ended:\n" + "\n".join(lines)
         if reporter is not None:
             reporter.write_sep("=", "LEFT BEHIND", red=True)
             reporter.write_line(text)

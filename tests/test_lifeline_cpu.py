@@ -71,7 +71,8 @@ SUPERVISOR = textwrap.dedent("""\
 
 
 def _group(pgid: int) -> dict[int, str]:
-    """pid -> state of every process in group `pgid`."""
+    """pid -> state of every live process in group `pgid` (a zombie is dead: re-parented to a subreaper, pytest
+    itself after an in-process run, it waits there to be reaped)."""
     found = {}
     for entry in os.listdir("/proc"):
         try:
@@ -79,7 +80,7 @@ def _group(pgid: int) -> dict[int, str]:
         except (OSError, ValueError):
             continue
         fields = stat[stat.rindex(")") + 2:].split()
-        if entry.isdigit() and fields[2] == str(pgid):
+        if entry.isdigit() and fields[2] == str(pgid) and fields[0] not in "ZX":
             found[int(entry)] = fields[0]
     return found
 
@@ -128,3 +129,34 @@ def test_a_held_worker_and_its_children_die_with_their_supervisor(tmp_path, kind
             os.killpg(pgid, signal.SIGKILL)  # never leave a failed test's processes behind
     if kind == "python":  # its death signal is SIGKILL, which the candidate cannot clear (EPERM)
         assert "deathsig 9 -1 1" in log.read_text(), log.read_text()[-2000:]
+
+
+def test_the_tests_fail_when_they_leave_a_process_behind(tmp_path):
+    """tests/conftest.py: a run whose test leaves a stopped process fails, naming it; one that leaves none passes."""
+    (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
+    (tmp_path / "test_leaves.py").write_text(textwrap.dedent("""\
+        import os, signal, subprocess
+
+
+        def test_leaves_a_stopped_process():
+            child = subprocess.Popen(["sleep", "60"], start_new_session=True, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)  # not holding pytest's captured output open
+            os.kill(child.pid, signal.SIGSTOP)
+            print("left", child.pid)
+
+
+        def test_leaves_nothing():
+            subprocess.run(["true"], check=True)
+        """))
+    env = {k: v for k, v in os.environ.items() if k != "SOLBENCH_TEST_RUN"}  # a run of its own, with its own mark
+    env["PYTHONPATH"] = str(ROOT)
+    clean = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-k", "nothing",
+                            str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert clean.returncode == 0 and "LEFT BEHIND" not in clean.stdout, clean.stdout[-2000:]
+    dirty = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", str(tmp_path)],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    left = [int(line.split()[-1]) for line in dirty.stdout.splitlines() if line.strip().startswith("left ")]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert len(left) == 1 and dirty.returncode == 1, dirty.stdout[-2000:]
+    assert "LEFT BEHIND" in dirty.stdout and f"pid {left[0]} state T" in dirty.stdout, dirty.stdout[-2000:]
