@@ -23,7 +23,9 @@ A Python worker (solbench.sandbox.boot; a plain exec, not multiprocessing's spaw
   (which unpickles what any client with the key sends); solbench starts no Manager, no torch_shm_manager.
 - beyond its fds: writes only beneath its scratch folder and /dev/shm, no TCP (Landlock ABI >= 4), signals
   and abstract Unix sockets only within its own domain (ABI >= 6), no System V IPC (seccomp). A named Unix
-  socket is not covered by Landlock: so the supervisor holds none.
+  socket is not covered by Landlock: so the supervisor holds none. Other programs' named sockets on the
+  machine stay reachable (a Ray cluster's raylet under `--gpus` with Ray, a Docker socket): not the
+  supervisor's, but a service that runs what it is sent would run it unconfined.
 
 The native runner (runner.cu) has fd 0 (its command lines), fd 1 (its reply lines, JSON the supervisor parses),
 fd 2 (its log), its fd socket (the tensors' fds come in; it sends nothing the supervisor reads), the same
