@@ -20,8 +20,9 @@ be taken from it (/proc/PID/fd, pidfd_getfd). The worker closes each fd once it 
 what the message named, so nothing it was sent outlives its mappings.
 
 A Python worker gets the fd batches and then its pickled command on its Connection (a socketpair: `send`,
-`receive`) and maps the tensors while unpickling (`_mapped_tensor`). A CPU tensor travels the same way: the fd
-of its storage's shared memory, mapped by `_shared_cpu_tensor`. Not as torch.multiprocessing sends it: that
+`receive`) and maps the tensors while unpickling (`_mapped_tensor`). A CPU tensor travels the same way: a copy
+of the fd of its storage's sealed memfd (`sealed_cpu`; the storage keeps its own, in the supervisor as in the
+worker), mapped by `_shared_cpu_tensor`, once per message and storage. Not as torch.multiprocessing sends it: that
 hands each fd out from a listener thread in the supervisor, which unpickles whatever a client sends it and
 admits anyone with the supervisor's multiprocessing key (issue 39, class 1). Nothing here starts a listener:
 the pickler is plain pickle's, without the reductions torch and multiprocessing register on theirs.
@@ -80,7 +81,8 @@ class Exports:
         IpcError unless it is memory of `sealed_cpu`'s."""
         key = ("cpu", storage.data_ptr())
         if key not in self._index:
-            if not storage.is_shared() or not _sealed(fd := storage._share_fd_cpu_()[0]):
+            fd = _fd_of(storage)
+            if fd is None or not _sealed(fd):
                 raise IpcError("a CPU tensor sent to a worker must be in memory made by solbench.gpu.ipc.sealed_cpu "
                                "(solbench.supervisor.inputs makes every one there)")
             self.fds.append(os.dup(fd))  # the storage keeps its own
@@ -124,6 +126,14 @@ def sealed_cpu(t):
         os.close(fd)
     storage.copy_(t.untyped_storage())
     return torch.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride())
+
+
+def _fd_of(storage) -> int | None:
+    """The fd a shared CPU storage keeps (None: not shared, or shared by file name)."""
+    try:
+        return storage._share_fd_cpu_()[0] if storage.is_shared() else None
+    except RuntimeError:
+        return None
 
 
 def _sealed(fd: int) -> bool:
