@@ -31,7 +31,8 @@ def command(fd: int) -> list[str]:
 def die_with_parent(parent: int) -> None:
     """SIGKILL when the supervisor ends (solbench.supervisor.lifeline), even while stopped; at once if it
     already has (it died before the signal was set)."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if sys.platform.startswith("linux"):  # elsewhere: the supervisor's watchdog alone
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
 
