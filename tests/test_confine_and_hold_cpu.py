@@ -67,6 +67,8 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
         attempt("exit_sigcont", lambda: (libc.syscall(clone, 18, 0, 0, 0, 0), ctypes.get_errno()))
         attempt("exit_sigusr1", lambda: (libc.syscall(clone, 10, 0, 0, 0, 0), ctypes.get_errno()))  # any but SIGCHLD
         attempt("deathsig", lambda: (libc.prctl(1, 18, 0, 0, 0), ctypes.get_errno(), libc.prctl(1, 9, 0, 0, 0)))
+        kept = ctypes.c_int(-1)  # issue 39, class 7: never cleared (its supervisor's death must end it)
+        attempt("deathsig_kept", lambda: (libc.prctl(1, 0, 0, 0, 0), libc.prctl(2, ctypes.byref(kept)), kept.value))
         attempt("fork", lambda: (lambda pid: pid == 0 and os._exit(0) or os.waitpid(pid, 0)[1])(os.fork()))
         group, session = os.getpgid(0), os.getsid(0)
         attempt("leave_group", lambda: (os.setpgid(0, os.getpgid({parent})), os.setsid(), os.setpgid(0, 0),
@@ -80,7 +82,7 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
     # the process group the supervisor stops between requests cannot be left
     assert seen["leave_group"] is True and seen["io_uring"] == (-1, 1), seen
     assert seen["exit_sigcont"] == seen["exit_sigusr1"] == (-1, 1), seen
-    assert seen["deathsig"] == (-1, 1, 0) and seen["fork"] == 0, seen
+    assert seen["deathsig"] == (-1, 1, 0) and seen["deathsig_kept"] == (-1, 0, 9) and seen["fork"] == 0, seen
     assert "other processes' limits, priorities and CPUs out of reach" in seen["said"], seen
 
 
@@ -148,7 +150,8 @@ def test_a_process_with_a_thread_already_running_is_not_confined_and_says_so():
 
 def test_a_worker_started_from_a_script_that_imports_numpy_is_confined_with_one_thread(tmp_path):
     """spawn runs the parent's __main__ again in the child: a top-level `import numpy` started an OpenBLAS
-    thread before the confinement. The supervisor starts its workers with a bare __main__."""
+    thread before the confinement. Workers are a plain exec now (solbench.sandbox.boot): nothing
+    of the supervisor's script runs in them."""
     script = tmp_path / "drive.py"
     script.write_text(textwrap.dedent(f"""
         import numpy  # noqa: F401  (a thread in this process, and in the worker if it ran this file again)

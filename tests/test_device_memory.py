@@ -253,13 +253,30 @@ def test_the_fds_go_over_the_socket_and_only_the_workers_copies_remain(fake):
             ipc.recv_fds(b.fileno())
 
 
-def test_cpu_tensors_still_travel_as_shared_memory(fake):
-    """A CPU tensor that is no allocation of device_memory's goes the way torch.multiprocessing sends it."""
-    t = torch.arange(6.0)
-    data, exports = ipc.dumps(("x", t), device_memory.new_holder())
-    assert not exports.fds
-    back = ipc.loads(data, [])[1]
-    assert torch.equal(back, t) and not fake.opened
+def test_cpu_tensors_travel_as_the_fd_of_their_shared_memory(fake):
+    """A CPU tensor that is no allocation of device_memory's goes as the fd of its storage's shared memory, beside
+    the message, as an allocation's does: not the way torch.multiprocessing sends it, from a listener in the
+    supervisor that unpickles what a client sends (issue 39, class 1). Views of one storage still share it."""
+    import fcntl
+    from multiprocessing import resource_sharer
+
+    t = ipc.sealed_cpu(torch.arange(6.0))
+    data, exports = ipc.dumps(("x", t, t[2:], torch.empty(2, 0)), device_memory.new_holder())
+    assert len(exports.fds) == 1 and b"torch.multiprocessing" not in data and b"DupFd" not in data
+    _, back, view, empty = _deliver(data, exports)  # an empty tensor has no memory, and no fd
+    assert torch.equal(back, t) and torch.equal(view, t[2:]) and empty.shape == (2, 0) and not fake.opened
+    back[3] = 30.0  # the worker's write lands in the supervisor's memory, and in the other view
+    assert t[3] == 30.0 and view[1] == 30.0
+    assert resource_sharer._resource_sharer._address is None  # no listener started for it
+    # The worker cannot shrink what it was sent: torch's /dev/shm file could be, and the supervisor's next read
+    # of the tensor was a SIGBUS that ended the run.
+    theirs = back.untyped_storage()._share_fd_cpu_()[0]
+    with pytest.raises(PermissionError):
+        os.ftruncate(theirs, 0)
+    with pytest.raises(PermissionError):
+        fcntl.fcntl(theirs, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)  # no seal added either (F_SEAL_SEAL)
+    with pytest.raises(ipc.IpcError, match="sealed_cpu"):
+        ipc.dumps(torch.arange(3.0).share_memory_(), 0)  # torch's own shared memory is not sent
 
 
 def _fake_worker(tmp_path, fails_on: str, how: str = "exit"):

@@ -190,17 +190,14 @@ def test_sinks_lse_sit_on_the_rows_lse_scale():
 
 
 def test_sending_a_cpu_tensor_to_a_worker_never_moves_it():
-    """Pickling a CPU tensor for a worker moves one that is not in shared memory to a new buffer and frees the
+    """Sending a CPU tensor to a worker moves one that is not in shared memory to a new buffer and frees the
     old one; the supervisor computes the reference from trial 0 while threads send those very tensors to the
     comparators, and in CI that reference once read a freed buffer and rejected an honest kernel. Every
     tensor a worker is given is made in shared memory, so the send leaves its buffer where it is."""
-    import io
     import random
     from dataclasses import fields
-    from multiprocessing.reduction import ForkingPickler
 
-    import torch.multiprocessing  # noqa: F401  (registers the reductions the workers' pipes use)
-
+    from solbench.gpu import ipc
     from solbench.supervisor.audit import TimedCopies
     from solbench.supervisor.inputs import clone_inputs
 
@@ -212,5 +209,5 @@ def test_sending_a_cpu_tensor_to_a_worker_never_moves_it():
     assert len(tensors) > 30
     before = [t.data_ptr() for t in tensors]
     for t in tensors:
-        ForkingPickler(io.BytesIO()).dump(t)
+        ipc.dumps(t, 0)[1].close()  # as the workers' pipes send it (the fd of its shared memory)
     assert [t.data_ptr() for t in tensors] == before

@@ -188,7 +188,9 @@ int main() {{
     printf("io_uring %ld %d\\n", ring, errno);
     int woken = prctl(PR_SET_PDEATHSIG, SIGCONT);  // a SIGCONT when the thread that made it ends
     int woken_errno = errno;
-    printf("deathsig %d %d %d\\n", woken, woken_errno, prctl(PR_SET_PDEATHSIG, SIGKILL));
+    int kill_set = prctl(PR_SET_PDEATHSIG, SIGKILL), cleared = prctl(PR_SET_PDEATHSIG, 0), kept = -1;
+    prctl(PR_GET_PDEATHSIG, &kept);  // issue 39, class 7: SIGKILL only, never cleared; other prctls still work
+    printf("deathsig %d %d %d %d %d\\n", woken, woken_errno, kill_set, cleared, kept);
 }}
 """)
     exe = tmp_path / "try"
@@ -200,7 +202,7 @@ int main() {{
     assert lines == ["no new processes; other processes' limits, priorities and CPUs out of reach, no user namespaces, "
                      "no System V IPC or message queues, no leaving the process group, no io_uring (seccomp)", "thread 1 fork 0 early 0 spawn 0 system 0 exec 0",
                      "prlimit 0 nice 0 own nice 5 cpus kept 1 own limit 1 userns 0", "sysv -1 1", "mq -1 1", "group kept 1 1", "io_uring -1 1",
-                     "deathsig -1 1 0"], lines
+                     "deathsig -1 1 0 -1 9"], lines
 
 
 def test_the_runner_receives_the_fds_in_the_order_they_were_sent(tmp_path):

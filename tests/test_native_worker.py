@@ -68,18 +68,24 @@ FAKE = textwrap.dedent("""\
     """)
 
 
+_MADE: list = []
+
+
 @pytest.fixture
 def fake_runner(tmp_path):
     path = tmp_path / "fake-runner"
     path.write_text(FAKE.format(python=sys.executable))
     path.chmod(0o755)
-    return path
+    yield path
+    while _MADE:  # a runner left held would stay stopped after the tests (issue 39, class 7)
+        _MADE.pop().stop(kill=True)
 
 
 def _worker(fake_runner, tmp_path, monkeypatch, mode=""):
     monkeypatch.setenv("FAKE_MODE", mode)
     spec = ImplSpec("candidate", "cu", str(tmp_path / "lib.so"), "k.cu", runner="native")
-    return NativeWorker(spec, "cpu", TimingPolicy(), tmp_path / "runner.log", runner=fake_runner)
+    _MADE.append(NativeWorker(spec, "cpu", TimingPolicy(), tmp_path / "runner.log", runner=fake_runner))
+    return _MADE[-1]
 
 
 def test_a_round_comes_back_in_the_python_hosts_shape_with_the_kernels_kept(fake_runner, tmp_path, monkeypatch):

@@ -20,24 +20,30 @@ be taken from it (/proc/PID/fd, pidfd_getfd). The worker closes each fd once it 
 what the message named, so nothing it was sent outlives its mappings.
 
 A Python worker gets the fd batches and then its pickled command on its Connection (a socketpair: `send`,
-`receive`) and maps the tensors while unpickling (`_mapped_tensor`). The native runner gets the fd batches
-on a socket of its own (its fdsock= argument) and the tokens on its 'copy' lines, and maps them the same
-way (runner.cu map_tensor). Through the driver API, not torch's own CUDA IPC: torch's format is private,
-and it keeps a shared block allocated in the supervisor until the worker's process says it let go, which a
-worker that dies never does. Making a token lends the allocation to the worker it is for
-(device_memory.lend), so it is not freed while that worker may still map it.
+`receive`) and maps the tensors while unpickling (`_mapped_tensor`). A CPU tensor travels the same way: a copy
+of the fd of its storage's sealed memfd (`sealed_cpu`; the storage keeps its own, in the supervisor as in the
+worker), mapped by `_shared_cpu_tensor`, once per message and storage. Not as torch.multiprocessing sends it: that
+hands each fd out from a listener thread in the supervisor, which unpickles whatever a client sends it and
+admits anyone with the supervisor's multiprocessing key (issue 39, class 1). Nothing here starts a listener:
+the pickler is plain pickle's, without the reductions torch and multiprocessing register on theirs.
+
+The native runner gets the fd batches on a socket of its own (its fdsock= argument) and the tokens on its
+'copy' lines, and maps them the same way (runner.cu map_tensor). Through the driver API, not torch's own
+CUDA IPC: torch's format is private, and it keeps a shared block allocated in the supervisor until the
+worker's process says it let go, which a worker that dies never does. Making a token lends the allocation
+to the worker it is for (device_memory.lend), so it is not freed while that worker may still map it.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import pickle
 import select
 import socket
 import struct
 import threading
 from dataclasses import dataclass, field
-from multiprocessing.reduction import ForkingPickler
 
 NULL_TOKEN = "-"
 SEND_TIMEOUT_S = 30.0
@@ -59,7 +65,7 @@ class Exports:
     """The file descriptors exported for one message, in the order its tokens name them."""
 
     fds: list[int] = field(default_factory=list)
-    _index: dict[int, int] = field(default_factory=dict)  # allocation serial -> index in fds
+    _index: dict = field(default_factory=dict)  # allocation serial, or ("cpu", storage address) -> index in fds
 
     def index_of(self, allocation) -> int:
         """The index of the allocation's fd in this message (exported now if it has none yet)."""
@@ -69,6 +75,19 @@ class Exports:
             self.fds.append(device_memory.export_fd(allocation))
             self._index[allocation.serial] = len(self.fds) - 1
         return self._index[allocation.serial]
+
+    def index_of_storage(self, storage) -> int:
+        """The index of a CPU storage's shared-memory fd in this message (a copy of it, made now if none yet);
+        IpcError unless it is memory of `sealed_cpu`'s."""
+        key = ("cpu", storage.data_ptr())
+        if key not in self._index:
+            fd = _fd_of(storage)
+            if fd is None or not _sealed(fd):
+                raise IpcError("a CPU tensor sent to a worker must be in memory made by solbench.gpu.ipc.sealed_cpu "
+                               "(solbench.supervisor.inputs makes every one there)")
+            self.fds.append(os.dup(fd))  # the storage keeps its own
+            self._index[key] = len(self.fds) - 1
+        return self._index[key]
 
     def close(self) -> None:
         """Close every fd (once sent: the receiver has its own copies)."""
@@ -82,6 +101,48 @@ class Token:
     serial: int
     size: int
     offset: int
+
+
+_SEALS = ("F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL")
+
+
+def sealed_cpu(t):
+    """A copy of CPU tensor `t` in shared memory no worker can shrink: a memfd sealed against shrinking and
+    growing. The worker gets its fd; with torch's shared memory (a file in /dev/shm) it could ftruncate that fd,
+    and the supervisor's next read of the tensor was a SIGBUS that ended the run (issue 39, class 1)."""
+    import fcntl
+
+    import torch
+
+    nbytes = t.untyped_storage().nbytes()  # the whole storage: offset and strides stay t's
+    if nbytes == 0:
+        return t.clone()  # no memory: sent without an fd
+    fd = os.memfd_create("solbench-tensor", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, nbytes)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, sum(getattr(fcntl, seal) for seal in _SEALS))
+        storage = torch.UntypedStorage._new_shared_fd_cpu(fd, nbytes)  # maps it, and keeps a copy of the fd
+    finally:
+        os.close(fd)
+    storage.copy_(t.untyped_storage())
+    return torch.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride())
+
+
+def _fd_of(storage) -> int | None:
+    """The fd a shared CPU storage keeps (None: not shared, or shared by file name)."""
+    try:
+        return storage._share_fd_cpu_()[0] if storage.is_shared() else None
+    except RuntimeError:
+        return None
+
+
+def _sealed(fd: int) -> bool:
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_SHRINK != 0
+    except OSError:  # not a file that takes seals
+        return False
 
 
 def token(tensor, exports: Exports, holder: int | None = None) -> str:
@@ -194,11 +255,11 @@ _incoming = threading.local()  # .fds: the fds of the message being unpickled on
 def loads(data: bytes, fds: list[int]):
     """A message unpickled with the fds that came with it; every one of them is closed after (each mapping
     holds its memory by itself)."""
-    _incoming.fds = list(fds)
+    _incoming.fds, _incoming.storages = list(fds), {}
     try:
-        return ForkingPickler.loads(data)
+        return pickle.loads(data)
     finally:
-        _incoming.fds = []
+        _incoming.fds, _incoming.storages = [], {}
         _close_all(fds)
 
 
@@ -229,11 +290,11 @@ def receive(conn):
     return loads(data, fds)
 
 
-class _SharingPickler(ForkingPickler):
+class _SharingPickler(pickle.Pickler):
     """The pickler of a Python worker's commands: a tensor in an allocation of its own travels as its token
-    (lent to the worker, its fd in `exports`); CPU tensors as torch.multiprocessing shares them (shared
-    memory); any other CUDA tensor is refused (torch's IPC would map a segment of torch's cache and leak
-    when the worker dies)."""
+    (lent to the worker, its fd in `exports`); a CPU tensor as its storage's shared-memory fd (in `exports`);
+    any other CUDA tensor is refused (torch's IPC would map a segment of torch's cache and leak when the worker
+    dies), and so is a bare storage."""
 
     def __init__(self, file, holder: int, exports: Exports):
         super().__init__(file)
@@ -242,16 +303,22 @@ class _SharingPickler(ForkingPickler):
     def reducer_override(self, obj):
         import torch
 
+        if isinstance(obj, (torch.UntypedStorage, torch.TypedStorage)):
+            raise IpcError("a storage is sent to a worker as a tensor")
         if not isinstance(obj, torch.Tensor):
             return NotImplemented
         from solbench.gpu import device_memory
 
         allocation = device_memory.allocation_of(obj)
+        if allocation is None and obj.device.type == "cpu" and obj.untyped_storage().nbytes() == 0:
+            return _empty_cpu_tensor, (obj.dtype, tuple(obj.shape), tuple(obj.stride()))  # no memory: no fd
+        if allocation is None and obj.device.type == "cpu":
+            index = self.exports.index_of_storage(obj.untyped_storage())
+            return _shared_cpu_tensor, (index, obj.untyped_storage().nbytes(), obj.dtype, tuple(obj.shape),
+                                        tuple(obj.stride()), obj.storage_offset())
         if allocation is None:
-            if obj.is_cuda:
-                raise IpcError("a CUDA tensor sent to a worker must be in an allocation of its own "
-                               "(solbench.gpu.device_memory)")
-            return NotImplemented
+            raise IpcError("a CUDA tensor sent to a worker must be in an allocation of its own "
+                           "(solbench.gpu.device_memory)")
         return _mapped_tensor, (token(obj, self.exports, self.holder), allocation.nbytes, obj.dtype,
                                 tuple(obj.shape), tuple(obj.stride()))
 
@@ -259,8 +326,6 @@ class _SharingPickler(ForkingPickler):
 def dumps(obj, holder: int) -> tuple[bytes, Exports]:
     """obj pickled for the Python worker `holder` (see _SharingPickler), and the fds its tokens name: send
     both (`send` does) and close the fds."""
-    import torch.multiprocessing  # registers the CPU tensors' reductions  # noqa: F401
-
     buf, exports = io.BytesIO(), Exports()
     try:
         _SharingPickler(buf, holder, exports).dump(obj)
@@ -281,3 +346,23 @@ def _mapped_tensor(text: str, nbytes: int, dtype, shape: tuple, stride: tuple):
     whole = device_memory.open_mapping(fds[tok.index], tok.serial, tok.size, nbytes).tensor()
     span = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride))
     return whole[tok.offset:tok.offset + span * dtype.itemsize].view(dtype).as_strided(shape, stride)
+
+
+def _shared_cpu_tensor(index: int, nbytes: int, dtype, shape: tuple, stride: tuple, offset: int):
+    """Worker side, while unpickling: a CPU tensor over the shared memory of the message's INDEXth fd (one
+    mapping per fd and message: tensors that shared a storage still do)."""
+    import torch
+
+    fds = getattr(_incoming, "fds", [])
+    if index >= len(fds):
+        raise IpcError(f"a CPU tensor names file descriptor #{index}, but its message came with {len(fds)}")
+    storages = getattr(_incoming, "storages", {})
+    if index not in storages:
+        storages[index] = torch.UntypedStorage._new_shared_fd_cpu(fds[index], nbytes)  # keeps a copy of the fd
+    return torch.empty(0, dtype=dtype).set_(storages[index], offset, shape, stride)
+
+
+def _empty_cpu_tensor(dtype, shape: tuple, stride: tuple):
+    import torch
+
+    return torch.empty_strided(shape, stride, dtype=dtype)

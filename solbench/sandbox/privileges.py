@@ -15,8 +15,9 @@
   worker's process group, which the supervisor stops between requests (a child in its own session, or
   the worker moved into the supervisor's group, ran on while the comparators were timed); io_uring is
   refused (a kernel thread polling its queue works on while the process is stopped), and so are a child's
-  exit signal other than SIGCHLD and a parent-death signal of SIGCONT (either wakes the held group when a
-  process of it dies). The native runner
+  exit signal other than SIGCHLD (it wakes the held group when a process of it dies), and so is
+  any parent-death signal but SIGKILL (SIGCONT wakes the group too; clearing the worker's own would let it
+  outlive its supervisor: solbench.supervisor.lifeline). The native runner
   applies the same rules, and forbids starting processes as well (native/confine.h).
 """
 
@@ -121,9 +122,10 @@ def _program(arch: int, nr: dict) -> list[tuple[int, int, int, int]]:
         # when the child dies
         "clone": [(_LD, 0, 0, _arg(0)), (_JSET, 0, 1, _CLONE_NEWUSER), *ret(_EPERM), (_AND, 0, 0, 0xFF),
                   (_JEQ, 2, 0, 0), (_JEQ, 1, 0, int(signal.SIGCHLD)), *ret(_EPERM), *ret(_ALLOW)],
-        # prctl(PR_SET_PDEATHSIG, SIGCONT): the same wake when the parent dies
+        # prctl(PR_SET_PDEATHSIG, n): SIGKILL only. SIGCONT would wake the held group when the parent dies;
+        # 0 would clear the worker's own, which ends it with its supervisor (lifeline.py)
         "prctl": [(_LD, 0, 0, _arg(0)), (_JEQ, 0, 3, _PR_SET_PDEATHSIG),
-                  *arg_is(1, int(signal.SIGCONT), _EPERM, _ALLOW)],
+                  (_LD, 0, 0, _arg(1)), (_JEQ, 1, 0, int(signal.SIGKILL)), *ret(_EPERM), *ret(_ALLOW)],
         **{name: ret(_EPERM) for name in SYSV_IPC},
         # the worker leads its own process group, which the supervisor stops between requests
         # (solbench.supervisor.pause): no process of the candidate's may leave it, or move into another

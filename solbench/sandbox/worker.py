@@ -1,14 +1,12 @@
-"""Inside a Python worker's process (the supervisor's handle on it is solbench.supervisor.python_worker):
-`_serve` loads the implementation and says first whether that worked (a
-candidate that cannot be imported is a load failure, not one crash per scenario), then holds it, the
-inputs the supervisor shared with it and a Timer. The supervisor allocates every tensor (on a GPU each in
-an allocation of its own, sent as a file descriptor of it beside its token: solbench.gpu.ipc; shared
-memory on CPU): the worker
-only calls, and the supervisor reads the outputs and checks the inputs in its own memory, so nothing the
-worker reports decides a verdict. A worker that dies holding a scenario's tensors leaves nothing behind:
-the driver unmaps a dead process's mappings and the kernel closes its fds, and the supervisor frees what
-it lent once the worker let go
-of it or is gone (solbench.gpu.device_memory).
+"""Inside a Python worker's process (the supervisor's handle on it is solbench.supervisor.python_worker; how it
+starts, solbench.sandbox.boot): `_serve` loads the implementation and says first whether that worked (a
+candidate that cannot be imported is a load failure, not one crash per scenario), then holds it, the inputs
+the supervisor shared with it and a Timer. The supervisor allocates every tensor (on a GPU each in an
+allocation of its own, on the CPU in shared memory; either sent as a file descriptor beside its token:
+solbench.gpu.ipc): the worker only calls, and the supervisor reads the outputs and checks the inputs in its
+own memory, so nothing the worker reports decides a verdict. A worker that dies holding a scenario's tensors
+leaves nothing behind: the driver unmaps a dead process's mappings and the kernel closes its fds, and the
+supervisor frees what it lent once the worker let go of it or is gone (solbench.gpu.device_memory).
 """
 
 from __future__ import annotations
@@ -37,25 +35,20 @@ LOAD_FAILED = "load_failed"
 LETS_GO = ("release", "prepare")
 """Commands after whose 'ok' the worker holds none of the tensors it was sent before them."""
 
-def _on_gpu(device) -> bool:
-    return str(device).startswith("cuda")
-
-
 def _receive_command(conn, device: str):
-    """The supervisor's next (cmd, payload): on a GPU with the fds of what it names (solbench.gpu.ipc, which
-    maps the tensors as it unpickles them), on the CPU as Worker._send sent it."""
-    if _on_gpu(device):
-        from solbench.gpu import ipc
+    """The supervisor's next (cmd, payload), with the fds of the tensors it names (solbench.gpu.ipc, which maps
+    them as it unpickles them)."""
+    from solbench.gpu import ipc
 
-        return ipc.receive(conn)
-    return conn.recv()
+    return ipc.receive(conn)
 
 
 # ---------------------------------------------------------------- worker process side
 
 
 def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: str, scratch: str | None = None):
-    os.setsid()  # its own process group: stopping the worker stops whatever the candidate started
+    # Its own process group and session (the supervisor's start_new_session): stopping the worker stops whatever
+    # the candidate started.
     log = open(log_path, "a", buffering=1)
     os.dup2(log.fileno(), 1)  # the candidate's own prints and CUDA errors go to the log, not the terminal
     os.dup2(log.fileno(), 2)
@@ -70,8 +63,8 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
         try:
             sandbox = confine([scratch, *shared_memory_dirs()])
         except ConfinedTooLate as exc:
-            send_reply(conn, LOAD_FAILED, f"{exc}; the supervisor starts its workers with a bare __main__ for this "
-                                          "(solbench.supervisor.python_worker), so something else started one")
+            send_reply(conn, LOAD_FAILED, f"{exc}; nothing runs in a worker before this but solbench.sandbox.boot, "
+                                          "so something in the interpreter's start (a site hook?) started one")
             return
         except OSError as exc:
             sandbox = f"not confined: {exc}"

@@ -5,7 +5,7 @@ for a given secret, unpredictable to a candidate that does not know it.
 On a GPU every tensor a worker is given lives in a device allocation of its own (solbench.gpu.device_memory),
 never in a segment of torch's caching allocator: a worker maps whole allocations, so it reaches that tensor
 (and an output's guard bytes) and nothing else of the supervisor's. On the CPU every one is made in shared
-memory (`_shared`), so that sending it to a worker never moves it.
+memory no worker can shrink (`_shared`), so that sending it to a worker never moves it.
 """
 
 from __future__ import annotations
@@ -269,16 +269,17 @@ def _on_gpu(device) -> bool:
 
 
 def _shared(t):
-    """t, moved into shared memory now, while no other thread reads it. Sending a CPU tensor to a worker
-    moves one that is not shared and frees its old buffer: the supervisor computes the reference from trial 0
-    while threads send the same tensors to the comparators, and that reference once read a freed buffer
-    (an honest kernel rejected in CI, 0.13 % of an fp8 output off by up to 0.1)."""
-    return t.share_memory_()
+    """A copy of t in shared memory a worker cannot shrink (solbench.gpu.ipc.sealed_cpu), made now, while no
+    other thread reads it: a send never moves a tensor (torch's sharing moved one that was not shared and freed
+    its old buffer while the supervisor computed the reference from it: an honest kernel rejected in CI)."""
+    from solbench.gpu.ipc import sealed_cpu
+
+    return sealed_cpu(t)
 
 
 def _own(t):
-    """On a GPU, a copy in an allocation of its own (t was made by torch's allocator); on the CPU t itself,
-    in shared memory."""
+    """A copy of t: on a GPU in an allocation of its own (t was made by torch's allocator), on the CPU in shared
+    memory."""
     if t is None:
         return t
     if not _on_gpu(t.device):
@@ -286,11 +287,6 @@ def _own(t):
     from solbench.gpu import device_memory
 
     return device_memory.copy_of(t)
-
-
-def _own_clone(t):
-    """A copy of t that shares nothing with it (on a GPU, in an allocation of its own)."""
-    return _own(t) if _on_gpu(t.device) else _shared(t.clone())
 
 
 def guarded_empty(shape, dtype, device):
@@ -385,7 +381,7 @@ def refill(target: Inputs, values: dict) -> None:
 def clone_inputs(inputs: Inputs) -> Inputs:
     """A deep copy (every tensor cloned), poisoned outputs included: one implementation's own copy."""
 
-    copy = replace(inputs, **{f.name: (guarded_like(t) if f.name in ("out", "lse") else _own_clone(t))
+    copy = replace(inputs, **{f.name: (guarded_like(t) if f.name in ("out", "lse") else _own(t))
                               for f in fields(inputs) if hasattr(t := getattr(inputs, f.name), "clone")})
     copy.poison()
     return copy

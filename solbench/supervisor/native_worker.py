@@ -25,7 +25,7 @@ from solbench.core.policy import TimingPolicy
 from solbench.sandbox.impls import ImplSpec
 from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir, shared_memory_dirs
 from solbench.sandbox.replies import describe_exit
-from solbench.supervisor import pause
+from solbench.supervisor import lifeline, pause
 from solbench.supervisor.cupti_verdict import round_flags
 from solbench.supervisor.python_worker import WorkerFailure
 
@@ -147,6 +147,7 @@ class NativeWorker:
 
         if self._proc is not None:  # its leader is gone: whatever is left in its group goes too
             pause.end_group(self._proc.pid)
+            lifeline.forget(self._proc.pid)
         device_memory.returned(self._holder)  # no runner of this handle's is alive: none maps anything
         if self.runner is None:
             self.runner = build_runner(self.arch)
@@ -172,10 +173,11 @@ class NativeWorker:
         try:
             argv = [*self.wrap, *runner_argv(self.runner, self.spec, self.policy, index, self.own_memory, writable,
                                              theirs.fileno() if theirs else None)]
-            self._proc = subprocess.Popen(argv,
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
-                                          pass_fds=(theirs.fileno(),) if theirs else (),
-                                          start_new_session=True)  # its own group: stop() ends what it started
+            # From the spawner thread: the runner's death signal follows the supervisor, not this thread
+            self._proc = lifeline.popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+                                        pass_fds=(theirs.fileno(),) if theirs else (),
+                                        start_new_session=True)  # its own group: stop() ends what it started
+            lifeline.watch(self._proc.pid)  # and it ends if the supervisor dies first
             started = True
         finally:
             log.close()
@@ -271,6 +273,7 @@ class NativeWorker:
             self._proc.wait(5)
         except subprocess.TimeoutExpired:
             pass
+        lifeline.forget(self._proc.pid)
         for pipe in (self._proc.stdin, self._proc.stdout, self._fds):
             try:
                 if pipe is not None:

@@ -74,7 +74,9 @@ class Reaper:
         killing one hands its own children to us."""
         if not self.enabled:
             return []
-        keep = self._before | set(live_workers) | {_resource_tracker_pid()}
+        from solbench.supervisor.lifeline import watchdog_pid
+
+        keep = self._before | set(live_workers) | {_resource_tracker_pid(), watchdog_pid()}
         killed: list[int] = []
         for _ in range(20):
             parents = _parents()

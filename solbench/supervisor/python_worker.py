@@ -8,22 +8,20 @@ request. What runs inside the worker's process is solbench.sandbox.worker.
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import sys
-import threading
+import socket
+import subprocess
 import time
-import types
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from solbench.core.policy import TimingPolicy
+from solbench.sandbox import boot
 from solbench.sandbox.confine import remove_scratch, scratch_dir
-from solbench.supervisor import pause
+from solbench.supervisor import lifeline, pause
 from solbench.sandbox.impls import ImplSpec
 from solbench.sandbox.replies import Stalled, describe_exit, read_reply, recv_within
-from solbench.sandbox.worker import (ERROR_CONTEXT_INTACT, LETS_GO, LOAD_FAILED, WORKER_LOG_PREFIX, _on_gpu,
-                                     _serve)
+from solbench.sandbox.worker import ERROR_CONTEXT_INTACT, LETS_GO, LOAD_FAILED, WORKER_LOG_PREFIX
 
 
 class WorkerFailure(Exception):
@@ -69,22 +67,25 @@ class Worker:
     def start(self, timeout_s: float = 120.0) -> None:
         """Start the process and wait until it has loaded the implementation; WorkerFailure otherwise
         (kind 'load' with the worker's one-line reason, 'crash' or 'timeout')."""
-        import torch.multiprocessing  # registers tensor reductions for the pipe  # noqa: F401
-
         from solbench.gpu import device_memory
 
         if self._proc is not None:  # its leader is gone: what the candidate left in its group goes too
             _kill_group(self._proc)
+            lifeline.forget(self._proc.pid)
         device_memory.returned(self._holder)  # no process of this handle's is alive: none maps anything
-        ctx = multiprocessing.get_context("spawn")
-        parent, child = ctx.Pipe()  # duplex: a Unix socketpair, which file descriptors can pass (ipc.send)
         self._scratch = scratch_dir(self.spec)
-        self._proc = ctx.Process(target=_serve, args=(child, self.spec, self.device, self.policy, str(self.log_path),
-                                                      self._scratch), daemon=True)
-        with _bare_main():
-            self._proc.start()
-        child.close()
-        self._conn = parent
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # fds pass over it (ipc.send)
+        with parent, child, open(self.log_path, "ab") as log:
+            # Its own group and session (the hold stops the group); only the socket inherited (solbench.sandbox.boot)
+            popen = lifeline.popen(boot.command(child.fileno()), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                   pass_fds=(child.fileno(),), start_new_session=True)
+            lifeline.watch(popen.pid)
+            self._proc, self._conn = _Process(popen), Connection(parent.detach())
+        try:
+            self._conn.send(dict(spec=self.spec, device=self.device, policy=self.policy, log_path=str(self.log_path),
+                                 scratch=self._scratch))
+        except OSError:  # BrokenPipeError, ConnectionResetError: it died at once
+            self._died("load")
         status, value = self._receive("load", timeout_s + self.setup_s)
         if status == "sandbox":  # sent before the implementation is loaded, so it is the worker's own word
             self.sandbox = str(value)
@@ -145,14 +146,11 @@ class Worker:
         return self._proc.pid if self._proc is not None and pause.wanted(self.spec) else None
 
     def _send(self, message) -> None:
-        """A command down the pipe: on a GPU by solbench.gpu.ipc (tensors as tokens of their own allocations,
-        lent to this worker, with their fds), on the CPU as torch.multiprocessing shares tensors."""
-        if _on_gpu(self.device):
-            from solbench.gpu import ipc
+        """A command down the pipe by solbench.gpu.ipc: each tensor as a token, with the fd of its memory (a GPU
+        allocation of its own, lent to this worker, or a CPU tensor's shared memory)."""
+        from solbench.gpu import ipc
 
-            ipc.send(self._conn, message, self._holder)
-        else:
-            self._conn.send(message)
+        ipc.send(self._conn, message, self._holder)
 
     def _receive(self, what: str, timeout_s: float):
         """The worker's next (status, value); WorkerFailure (and reset) when it hangs or dies first."""
@@ -189,6 +187,7 @@ class Worker:
             _wait_for_exit(self._proc, 5)
         _kill_group(self._proc)  # also after a clean quit: what the candidate left in its group goes with it
         _wait_for_exit(self._proc, 5)
+        lifeline.forget(self._proc.pid)
         if self._conn is not None:
             self._conn.close()
         self._proc = self._conn = None
@@ -207,31 +206,29 @@ class Worker:
         return (": " + " | ".join(tail)) if tail else ""
 
 
+class _Process:
+    """A worker's Popen as the handle uses it (multiprocessing.Process's names: tests hand in one of those)."""
+
+    def __init__(self, popen: subprocess.Popen):
+        self._popen = popen
+        self.pid = popen.pid
+
+    def is_alive(self) -> bool:
+        return self._popen.poll() is None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self._popen.poll()
+
+    def kill(self) -> None:
+        self._popen.kill()
+
+
 def _wait_for_exit(proc, timeout_s: float) -> None:
-    """Until the process has exited or `timeout_s` passed. Not join(): a byte the candidate writes to its end of
-    the spawn sentinel makes join's wait return at once and then block in waitpid for good;
-    is_alive() never blocks."""
+    """Until the process has exited or `timeout_s` passed; is_alive() never blocks."""
     deadline = time.monotonic() + timeout_s
     while proc.is_alive() and time.monotonic() < deadline:
         time.sleep(0.01)
-
-
-@contextlib.contextmanager
-def _bare_main():
-    """spawn runs the parent's __main__ file again in the child before the worker's own code: a script that
-    imports numpy or torch at its top level would start threads there before the candidate's confinement, which
-    binds none of them. While the worker starts, the child is told of a __main__ with nothing in it."""
-    with _MAIN_SWAP:  # workers started from two threads at once must not keep each other's bare module
-        main = sys.modules.get("__main__")
-        sys.modules["__main__"] = types.ModuleType("__main__")
-        try:
-            yield
-        finally:
-            if main is not None:
-                sys.modules["__main__"] = main
-
-
-_MAIN_SWAP = threading.Lock()
 
 
 def _kill_group(proc) -> None:

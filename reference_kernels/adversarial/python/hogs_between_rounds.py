@@ -1,6 +1,6 @@
 """Cheat class 4's twin on the comparators' side: honest answers (torch_attention.py), but
 between its own calls the module's threads watch the comparators' workers (its siblings: the supervisor's other
-spawn children, found through /proc, which Landlock leaves readable) and load the CPUs only while one of them
+Python workers, found through /proc, which Landlock leaves readable) and load the CPUs only while one of them
 runs. The seed is timed slower and the candidate's ratio grows: 1.82x on a CPU with the seed's own code, 1.00
 honest. The supervisor stops the candidate's process group from each reply to its next request
 (solbench/supervisor/pause.py): its threads never run while a comparator is timed. tests/test_confine_and_hold_cpu.py
@@ -33,8 +33,13 @@ def forward(inp) -> None:
         _left[0] = time.monotonic()
 
 
+def _is_worker(cmdline: bytes) -> bool:
+    """A Python worker's command line: solbench.sandbox.boot's, or multiprocessing's spawn's before issue 39."""
+    return b"solbench.sandbox.boot" in cmdline or b"spawn_main" in cmdline
+
+
 def _siblings() -> list[int]:
-    """The supervisor's other spawn children (the comparators' workers), from its children lists."""
+    """The supervisor's other Python workers (the comparators'), from its children lists."""
     parent, children = os.getppid(), set()
     for task in os.listdir(f"/proc/{parent}/task"):
         try:
@@ -45,7 +50,7 @@ def _siblings() -> list[int]:
     workers = []
     for pid in children:
         try:
-            if b"spawn_main" in open(f"/proc/{pid}/cmdline", "rb").read():
+            if _is_worker(open(f"/proc/{pid}/cmdline", "rb").read()):
                 workers.append(pid)
         except OSError:
             pass

@@ -29,6 +29,11 @@ _honest_forward = PythonImpl(str(Path(__file__).resolve().parents[2] / "torch_at
 _last_kill = [0.0]
 
 
+def _is_worker(cmdline: bytes) -> bool:
+    """A Python worker's command line: solbench.sandbox.boot's, or multiprocessing's spawn's before issue 39."""
+    return b"solbench.sandbox.boot" in cmdline or b"spawn_main" in cmdline
+
+
 def _kill_siblings():
     me, parent = os.getpid(), os.getppid()
     for entry in os.listdir("/proc"):
@@ -39,7 +44,7 @@ def _kill_siblings():
             cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
         except OSError:
             continue
-        if int(stat[stat.rindex(")") + 2:].split()[1]) == parent and b"spawn_main" in cmdline:
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == parent and _is_worker(cmdline):
             os.kill(int(entry), signal.SIGKILL)
 
 

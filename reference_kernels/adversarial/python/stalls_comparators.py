@@ -26,8 +26,13 @@ STOP_MS, RUN_MS = 3.0, 1.0
 LIFETIME_S = float(os.environ.get("SOLBENCH_ADVERSARY_LIFETIME_S", "300"))
 
 
+def _is_worker(cmdline: bytes) -> bool:
+    """A Python worker's command line: solbench.sandbox.boot's, or multiprocessing's spawn's before issue 39."""
+    return b"solbench.sandbox.boot" in cmdline or b"spawn_main" in cmdline
+
+
 def _siblings(me: int, parent: int) -> list[int]:
-    """The supervisor's other worker processes (multiprocessing spawn children, not its resource tracker)."""
+    """The supervisor's other worker processes (its Python workers by their command line, not its helpers)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) in (me, parent):
@@ -37,7 +42,7 @@ def _siblings(me: int, parent: int) -> list[int]:
             cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
         except OSError:
             continue
-        if int(stat[stat.rindex(")") + 2:].split()[1]) == parent and b"spawn_main" in cmdline:
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == parent and _is_worker(cmdline):
             found.append(int(entry))
     return found
 

@@ -180,8 +180,9 @@ static std::string filter_syscalls() {
         // clone: a thread only (CLONE_THREAD), never a user namespace
         {__NR_clone, {ld(arg(0)), jset(CLONE_NEWUSER, 0, 1), ret(DENY), jset(CLONE_THREAD, 0, 1), ret(ALLOW), ret(DENY)}},
         {__NR_execve, {ret(DENY)}}, {__NR_execveat, {ret(DENY)}},
-        // prctl(PR_SET_PDEATHSIG, SIGCONT): a SIGCONT when the thread that made it ends wakes the held process
-        {__NR_prctl, {ld(arg(0)), jeq(PR_SET_PDEATHSIG, 0, 3), ld(arg(1)), jeq(SIGCONT, 0, 1), ret(DENY), ret(ALLOW)}},
+        // prctl(PR_SET_PDEATHSIG, n): SIGKILL only. A SIGCONT when the thread that made it ends wakes the held
+        // process; 0 clears the runner's own, which ends it with its supervisor (main, lifeline.py)
+        {__NR_prctl, {ld(arg(0)), jeq(PR_SET_PDEATHSIG, 0, 3), ld(arg(1)), jeq(SIGKILL, 1, 0), ret(DENY), ret(ALLOW)}},
         // System V IPC and POSIX message queues: objects that outlive the process, ids that reach others', a
         // signal of the candidate's choosing (privileges.py SYSV_IPC)
         {__NR_shmget, {ret(DENY)}}, {__NR_shmat, {ret(DENY)}}, {__NR_shmctl, {ret(DENY)}}, {__NR_shmdt, {ret(DENY)}},

@@ -1419,7 +1419,9 @@ static std::string describe() {
 }
 
 int main(int argc, char** argv) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the supervisor
+    // Never outlive the supervisor, even stopped: first thing after exec. The supervisor forks from a thread that
+    // lives as long as it does (lifeline.py); the syscall filter lets the candidate set no other death signal.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() == 1) return 1;
     // The command pipe moves to private descriptors; the candidate's prints go to the log (stderr).
     int in_fd = dup(0), out_fd = dup(1);
