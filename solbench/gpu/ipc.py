@@ -24,7 +24,7 @@ A Python worker gets the fd batches and then its pickled command on its Connecti
 of the fd of its storage's sealed memfd (`sealed_cpu`; the storage keeps its own, in the supervisor as in the
 worker), mapped by `_shared_cpu_tensor`, once per message and storage. Not as torch.multiprocessing sends it: that
 hands each fd out from a listener thread in the supervisor, which unpickles whatever a client sends it and
-admits anyone with the supervisor's multiprocessing key (issue 39, class 1). Nothing here starts a listener:
+admits anyone with the supervisor's multiprocessing key. Nothing here starts a listener:
 the pickler is plain pickle's, without the reductions torch and multiprocessing register on theirs.
 
 The native runner gets the fd batches on a socket of its own (its fdsock= argument) and the tokens on its
@@ -109,7 +109,7 @@ _SEALS = ("F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL")
 def sealed_cpu(t):
     """A copy of CPU tensor `t` in shared memory no worker can shrink: a memfd sealed against shrinking and
     growing. The worker gets its fd; with torch's shared memory (a file in /dev/shm) it could ftruncate that fd,
-    and the supervisor's next read of the tensor was a SIGBUS that ended the run (issue 39, class 1)."""
+    and the supervisor's next read of the tensor was a SIGBUS that ended the run."""
     import fcntl
 
     import torch

@@ -1,7 +1,7 @@
 """How a Python worker's process starts (solbench.supervisor.python_worker starts it with `command`): a plain
 exec of the interpreter, not multiprocessing's spawn, so it inherits exactly what the supervisor hands it
 (solbench.sandbox.channels lists it): no multiprocessing authentication key (with it, a worker could talk to
-any listener of the supervisor's that unpickles what it is sent: issue 39, class 1), no resource tracker, no
+any listener of the supervisor's that unpickles what it is sent), no resource tracker, no
 spawn sentinel, no terminal on stdin. Its orders come as the first message on its socket, from the supervisor.
 """
 

@@ -1,4 +1,4 @@
-"""Every way a worker can reach the supervisor (issue 39, class 1: none may lead to code running there), and how
+"""Every way a worker can reach the supervisor (none may lead to code running there), and how
 to see them from outside: tests/test_channels_cpu.py starts a real Python worker and fails on any fd of it not
 in PYTHON_WORKER_FDS, on any listening socket of its supervisor's, on an environment that is not its
 supervisor's, and on the supervisor's multiprocessing key in the worker.

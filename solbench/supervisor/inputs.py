@@ -77,7 +77,7 @@ OFFSET_CHANNEL_VALUES = (6.0, 7.0, 8.0, 9.0, 10.0)  # high_logits' constant K ch
 
 def drawn_profile(sc: Scenario) -> Profile:
     """The profile `sc`'s inputs are drawn with: the one it names, or, for `default` (a suite that chose none),
-    one under which each feature it turns on bites (issue 39, class 8: a user suite with sinks and no
+    one under which each feature it turns on bites (a user suite with sinks and no
     profile drew sinks ~N(0, 1), far below long rows' LSE, and a kernel that ignored them passed 2 of 3):
     - fp16 or a softcap: high_logits. Rows offset by up to 40 logits make fp16 accumulation of Q K^T show at
       any row length (a score's partial sums round at ~2^-11 of the offset), and with a softcap the scores'

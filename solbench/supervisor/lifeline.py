@@ -1,5 +1,5 @@
 """No worker outlives its supervisor, however the supervisor dies (SIGKILL included), stopped or not, with
-everything it started (issue 39, class 7): between requests the candidate's process group is stopped
+everything it started: between requests the candidate's process group is stopped
 (solbench.supervisor.pause), and a stopped group whose supervisor is gone stays stopped for ever.
 
 Two kernel guarantees, neither of which needs the supervisor to run any code when it dies:

@@ -9,7 +9,7 @@ outputs uninitialised (so initcheck sees any read of them before a write), calls
 its outputs back and leaves. A scenario with a finding, or whose call did not complete under a tool, gets
 `sanitizer_error`: a race or an uninitialised read that happened to give the right numbers is still a bug.
 
-A candidate that knows it is under the sanitizer must gain nothing by it (issue 39, class 6). It can know: the
+A candidate that knows it is under the sanitizer must gain nothing by it. It can know: the
 sanitizer's library is mapped into its process and named in its environment, the sanitizer is its parent, its
 kernels run two orders of magnitude slower, its tensors are its runner's own and nothing confines it. The
 runner shows it one command line in every mode (native/hide_arguments.h), but the rest cannot be hidden from

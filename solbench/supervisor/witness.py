@@ -1,5 +1,5 @@
 """One of the candidate's scored calls per scenario, kept so that `--sanitize` can make the sanitized call on
-the very same inputs and hold it to the same outputs (solbench.supervisor.sanitize, issue 39 class 6).
+the very same inputs and hold it to the same outputs (solbench.supervisor.sanitize).
 
 `Witnessed` wraps the candidate's worker (same start / request / stop / pid / running interface; every other
 attribute is the worker's) for the scenarios `--sanitize` will check. Of the calls whose outputs the supervisor

@@ -1,6 +1,6 @@
 // hide_arguments(): what the runner's command line reads as once the runner has parsed it, before the candidate
 // loads: /proc/self/cmdline is "solbench-runner" whatever the arguments, so the candidate cannot tell a
-// sanitizer run (data=, cupti=0, calibrate=0) from a timed one (fdsock=, confine=) by them (issue 39, class 6).
+// sanitizer run (data=, cupti=0, calibrate=0) from a timed one (fdsock=, confine=) by them.
 // The kernel reads a process's command line from its argument area; once the byte at that area's end is no
 // longer NUL (setproctitle's convention), it reads up to the first NUL instead of the whole area, so the area's
 // length (which the arguments set) shows neither. A header of its own so that it is compiled and tried on a CPU
