@@ -1,4 +1,4 @@
-"""The test suite leaves no process behind (issue 39, class 7): every process it starts carries MARK in its
+"""The test suite leaves no process behind: every process it starts carries MARK in its
 environment, and once the tests have run, any such process still alive but this process's own helpers (its
 lifeline watchdog and multiprocessing resource tracker, which end with it) fails the run with its pid, state
 (T: stopped), parent and command line. Stopped or orphaned, alive after the tests means nothing would have
