@@ -1,6 +1,7 @@
 """benchmarks/ab_experiment.py on CPU: an A/A of the Python seed against itself on two smoke scenarios,
 and the report it prints (the GPU experiment is the same code with the .cu seed)."""
 
+import pytest
 import argparse
 import importlib.util
 from pathlib import Path
@@ -11,6 +12,7 @@ ab = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ab)
 
 
+@pytest.mark.slow
 def test_cpu_aa_rows_and_report(tmp_path):
     args = argparse.Namespace(suite="smoke", filter=None, max_scenarios=2, out=str(tmp_path), policy="warmup_ms=7")
     row = ab.experiment(str(ROOT / "reference_kernels" / "torch_attention.py"), args, "aa-seed")

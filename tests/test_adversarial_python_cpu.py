@@ -36,6 +36,7 @@ def _cli(*args, env=None, check=False):
                           env={**os.environ, **(env or {})}, check=check, timeout=300)
 
 
+@pytest.mark.slow
 @needs_signal_scope
 def test_a_candidate_that_stalls_the_comparators_gets_no_speed_up(tmp_path):
     """An honest forward (torch_attention.py) against itself is ~1x; stalled comparators must not make it more."""
@@ -45,6 +46,7 @@ def test_a_candidate_that_stalls_the_comparators_gets_no_speed_up(tmp_path):
     assert not inflated, inflated
 
 
+@pytest.mark.slow
 @needs_landlock
 def test_a_candidate_cannot_plant_code_the_supervisor_imports(tmp_path):
     proc = _cli(str(CORPUS / "plants_supervisor_bytecode.py"), "--suite", "smoke", "--device", "cpu", "--quick",
@@ -53,6 +55,7 @@ def test_a_candidate_cannot_plant_code_the_supervisor_imports(tmp_path):
     assert [o["status"] for o in doc["outcomes"]] == ["mismatch", "mismatch"], proc.stdout[-2000:]
 
 
+@pytest.mark.slow
 @needs_landlock
 def test_a_resumed_run_keeps_no_outcome_the_candidate_forged(tmp_path):
     """The candidate (zeros) forges results.json and kills the supervisor; --resume must not believe it."""
@@ -70,6 +73,7 @@ def test_a_python_candidate_that_leaves_lse_unwritten_is_unwritten(tmp_path):
     assert [o.status for o in result.outcomes] == [Status.UNWRITTEN] * 2, [(o.status, o.reason) for o in result.outcomes]
 
 
+@pytest.mark.slow
 @needs_signal_scope
 def test_killing_the_comparators_does_not_switch_the_clock_check_off(tmp_path):
     """Confined, the candidate cannot signal its siblings: its kill fails in its own process."""
@@ -89,6 +93,7 @@ def test_outliers_the_full_check_accepts_also_pass_the_timed_checks(tmp_path, mo
     assert [o.status for o in result.outcomes] == [Status.PASSED] * 2, [(o.status, o.reason) for o in result.outcomes]
 
 
+@pytest.mark.slow
 def test_a_candidate_cannot_run_code_in_the_supervisor_through_its_replies(tmp_path):
     """Replies are JSON: the pickled message is a malformed reply, and the candidate does not load."""
     proc = _cli(str(CORPUS / "unpickles_in_supervisor.py"), "--suite", "smoke", "--device", "cpu", "--quick",
@@ -98,6 +103,7 @@ def test_a_candidate_cannot_run_code_in_the_supervisor_through_its_replies(tmp_p
     assert not record.exists() or not any(o["status"] == "passed" for o in json.loads(record.read_text())["outcomes"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["computes_ahead.py", "computes_ahead_privately.py"])
 def test_a_candidate_that_does_the_rounds_work_in_its_first_call_gets_no_speed_up(name, tmp_path):
     """An honest forward against itself is ~1x: computes_ahead.py does every ready copy's work in a round's first

@@ -51,6 +51,7 @@ def test_a_python_candidate_that_does_not_parse_or_has_no_forward_exits_5_before
     ("import os\nos._exit(3)\ndef forward(inputs):\n    pass\n",
      "candidate: worker died while loading (exit code 3)"),
 ])
+@pytest.mark.slow
 def test_a_candidate_that_fails_to_import_in_its_worker_exits_5_before_any_scenario(tmp_path, capsys, source, message):
     path = tmp_path / "cand.py"
     path.write_text(source)

@@ -54,6 +54,7 @@ def test_sdpa_adapters_on_cpu(adapter_cls, sc):
     assert verdict.status is Status.PASSED, verdict.reason
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
 @pytest.mark.parametrize("sc", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_flex_adapter_on_cpu(sc, monkeypatch):
@@ -146,6 +147,7 @@ INDUCTOR_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sc,options", [(sc, None) for sc in INDUCTOR_CASES]
                          + [(sc, flex.FALLBACK_OPTIONS) for sc in INDUCTOR_CASES[2:]],
                          ids=[s.id for s in INDUCTOR_CASES] + [f"fallback-{s.id}" for s in INDUCTOR_CASES[2:]])

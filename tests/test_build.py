@@ -42,6 +42,7 @@ def tiny(tmp_path):
     return tmp_path / "tiny.cu"
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("arch, sm", [("h100", "sm_90a"), ("b200", "sm_100a"), ("rtx3080", "sm_86")])
 def test_seed_builds_for_every_target(cache, arch, sm):
@@ -55,6 +56,7 @@ def test_seed_builds_for_every_target(cache, arch, sm):
     assert check_binary(result.so_path).ok
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("source", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_kernel_builds_and_uses_no_forbidden_library(cache, source):

@@ -86,6 +86,7 @@ def test_a_confined_candidate_cannot_reach_another_process_of_its_user(tmp_path)
     assert "other processes' limits, priorities and CPUs out of reach" in seen["said"], seen
 
 
+@pytest.mark.slow
 def test_the_prlimit_variant_of_kills_the_yardstick_is_refused(tmp_path):
     """kills_the_yardstick.py changed by one line: the comparators' CPU-time limit instead of a
     signal. Refused, so the candidate's call raises (runtime_error), as the signal is (ABI >= 6)."""
@@ -148,6 +149,7 @@ def test_a_process_with_a_thread_already_running_is_not_confined_and_says_so():
     assert issubclass(ConfinedTooLate, RuntimeError)
 
 
+@pytest.mark.slow
 def test_a_worker_started_from_a_script_that_imports_numpy_is_confined_with_one_thread(tmp_path):
     """spawn runs the parent's __main__ again in the child: a top-level `import numpy` started an OpenBLAS
     thread before the confinement. Workers are a plain exec now (solbench.sandbox.boot): nothing
@@ -170,6 +172,7 @@ def test_a_worker_started_from_a_script_that_imports_numpy_is_confined_with_one_
     assert out.stdout.startswith("passed "), out.stdout
 
 
+@pytest.mark.slow
 def test_a_worker_that_writes_to_its_spawn_sentinel_cannot_hang_the_supervisors_stop(tmp_path):
     """A readable sentinel made join() call a blocking waitpid, and a candidate that wrote a byte to it and kept
     a thread alive hung `solbench run` for good: stop() waits with a deadline, then kills."""
@@ -207,6 +210,7 @@ def _state(pid: int) -> str:
     return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
 
 
+@pytest.mark.slow
 def test_every_workers_process_sleeps_between_its_requests(tmp_path):
     """A candidate left running between its requests watched for the comparators' rounds and loaded the CPU just
     then (ratio 1.82 over the seed with the seed's own code). Its process group is stopped from each reply to the
@@ -265,6 +269,7 @@ def test_a_child_of_the_candidates_cannot_leave_the_group_the_supervisor_stops(t
     assert not Path(f"/proc/{child}").exists() or _state(child) == "Z"
 
 
+@pytest.mark.slow
 def test_a_candidate_that_loads_the_cpu_while_the_seed_is_timed_gets_no_speed_up(tmp_path):
     """hogs_between_rounds.py: honest answers, threads that load the CPUs only while a comparator
     runs. Stopped between its requests, it is ~1x the seed, as an honest candidate is. Left running
@@ -282,6 +287,7 @@ def test_a_candidate_that_loads_the_cpu_while_the_seed_is_timed_gets_no_speed_up
     assert len(ratios) == 2 and max(ratios) < 1.3, (ratios, [(o.status, o.reason) for o in result.outcomes])
 
 
+@pytest.mark.slow
 def test_a_candidate_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_path):
     """wakes_itself.py: a SIGCONT timer undoes the stop; held while the seed's rounds run, its threads
     are found awake at its next request."""
@@ -295,6 +301,7 @@ def test_a_candidate_that_wakes_itself_while_the_seed_is_timed_is_tampered(tmp_p
     assert all(status is Status.TAMPERED and "while they were stopped" in why for status, why in got), got
 
 
+@pytest.mark.slow
 def test_a_candidate_that_wakes_briefly_while_the_seed_is_timed_is_tampered(tmp_path):
     """wakes_briefly.py: woken by its own timer while held, it stops itself again within a fraction of
     a ms, so every thread is stopped at the next request; the threads' run counts show it, on every scenario."""

@@ -293,6 +293,7 @@ def _fake_worker(tmp_path, fails_on: str, how: str = "exit"):
     return worker
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how, says", [("exit", "worker died"), ("error", "planted")])
 @pytest.mark.parametrize("drop_first", [True, False], ids=["dropped-then-killed", "killed-then-dropped"])
 def test_a_worker_killed_mid_scenario_leaves_nothing_allocated(fake, tmp_path, drop_first, how, says):

@@ -92,6 +92,7 @@ def test_artefacts_travel_by_content_and_are_checked(tmp_path):
         unpack(packed, str(tmp_path / "again"))
 
 
+@pytest.mark.slow
 def test_an_agent_that_dies_costs_its_gpu_and_its_unit_is_dealt_again(tmp_path, monkeypatch):
     """Two 'GPUs' (labels 0 and 1, on the CPU); the agent of 1 dies on the first scenario it is sent: that
     scenario is evaluated on 0 under a new key, and every scenario ends with an outcome."""
@@ -115,6 +116,7 @@ def test_an_agent_that_dies_costs_its_gpu_and_its_unit_is_dealt_again(tmp_path, 
     assert all(not s.proc.is_alive() for s in executor.slots)
 
 
+@pytest.mark.slow
 def test_a_unit_lost_twice_is_a_machine_error_and_no_gpu_left_ends_the_run(tmp_path, monkeypatch):
     from executor_fakes import DIE_ON, dying_agent
     from solbench.executor.local import LocalExecutor
@@ -130,6 +132,7 @@ def test_a_unit_lost_twice_is_a_machine_error_and_no_gpu_left_ends_the_run(tmp_p
     assert outcomes == [] and executor.unfinished == [s.id for s in scenarios]  # the one GPU died: nothing to deal to
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install 'solbench[ray]')")
 def test_ray_with_fake_gpus_gives_the_plain_runs_verdicts(tmp_path):
     """`solbench run reference_kernels/torch_attention.py --suite smoke --device cpu --executor ray --workers 2`
@@ -174,6 +177,7 @@ def test_the_report_says_how_a_run_was_spread_and_flags_different_gpus():
     assert "differ in clocks" in spread_lines(_placed(run, [("a", "GPU-1", "H200", 1980), ("a", "GPU-2", "H200", 1755)]))[1]
 
 
+@pytest.mark.slow
 def test_only_the_candidate_gets_a_launcher_split(tmp_path):
     """The cut benchmarks/trace_summary.py proposes: the comparators' launcher A/B, never read, is not taken."""
     from dataclasses import replace
@@ -192,6 +196,7 @@ class OutOfMemoryError(RuntimeError):
     """torch.OutOfMemoryError as the supervisor sees it (by its class name)."""
 
 
+@pytest.mark.slow
 def test_the_supervisor_running_out_of_memory_costs_the_scenario_not_the_run(tmp_path, monkeypatch):
     """On the H200 a run died whole when the supervisor's own allocation (a scenario's inputs) failed: the
     scenario is recorded as a machine error (--retry-errors takes it again) and the next one runs."""
@@ -222,6 +227,7 @@ def test_the_supervisor_running_out_of_memory_costs_the_scenario_not_the_run(tmp
     assert len(calls) == 3
 
 
+@pytest.mark.slow
 def test_out_of_memory_is_tried_again_with_fresh_workers(tmp_path, monkeypatch):
     """Device memory a worker keeps (its caching allocator, or a candidate that answered `release` but kept
     its mappings of earlier scenarios) comes back only when its process ends: on the supervisor's
@@ -307,6 +313,7 @@ def test_gpus_on_a_one_gpu_machine_runs_inline(tmp_path, monkeypatch):
     assert isinstance(one_of_two, LocalExecutor) and one_of_two.labels == ["1"]
 
 
+@pytest.mark.slow
 def test_out_of_memory_retries_are_capped_per_agent(tmp_path, monkeypatch):
     """Each second try restarts every worker (the comparators lose their warm kernels), so a candidate that pins
     memory to force one in every scenario gets at most MAX_OOM_RETRIES of them; later ones are machine errors

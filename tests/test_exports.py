@@ -72,6 +72,7 @@ def test_without_nm_the_check_is_left_to_the_loader(tmp_path, monkeypatch):
     ("int solbench_attention_forward(const SolbenchAttentionParams* p);\nint solbench_attention_forward(int x) { return x; }",
      "C++ linkage as `solbench_attention_forward(int)`: declare it extern \"C\""),
 ])
+@pytest.mark.slow
 def test_build_of_a_cu_without_the_entry_point_exits_5(tmp_path, monkeypatch, capsys, body, message):
     monkeypatch.setenv("SOLBENCH_CACHE", str(tmp_path / "cache"))
     src = tmp_path / "kernel.cu"

@@ -82,6 +82,7 @@ def assert_not_blank(shot, size) -> None:
     assert len(colors) > 50 and max(n for n, _ in colors) < 0.97 * size[0] * size[1]
 
 
+@pytest.mark.slow
 def test_summary_opens_with_its_verdict_and_charts_and_fits(browser, hopper_summary, shots, tmp_path):
     shot = headless.screenshot(browser, hopper_summary, shots / "hopper-summary.png", *WINDOW)
     assert_not_blank(shot, WINDOW)
@@ -133,6 +134,7 @@ def test_summary_colours_match_its_charts(browser, hopper_summary, tmp_path):
         assert (pixels_near(bars, headless.rgb(impl_style(impl).color), 1) > 100) == (impl in with_bars), impl
 
 
+@pytest.mark.slow
 def test_leaderboard_fits_and_draws_each_library_alike_on_every_board(browser, leaderboard, shots, tmp_path):
     shot = headless.screenshot(browser, leaderboard, shots / "leaderboard.png", *WINDOW)
     assert_not_blank(shot, WINDOW)
@@ -179,6 +181,7 @@ def test_a_run_whose_first_scenario_failed_still_writes_its_reports(tmp_path):
     assert "sol_pct" not in scenario_rows(syn.run([syn.outcome(s, rng) for s in ids]))[0]  # no bound, no column
 
 
+@pytest.mark.slow
 def test_a_report_that_cannot_be_drawn_does_not_hide_the_finished_run(tmp_path, capsys, monkeypatch):
     """The run's record is on disk before its reports are drawn: a failure drawing them is one line on stderr,
     and `run --json` still prints its summary and exits by the results."""

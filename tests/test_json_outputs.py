@@ -128,6 +128,7 @@ def test_an_exported_leaderboard_json_is_the_document_show_prints(tmp_path, caps
     assert undated(written) == undated(shown)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc here")
 def test_build_json_validates(capsys):
     doc = printed_json(capsys, ["build", str(SEED), "--arch", "rtx3080", "--json"])

@@ -354,6 +354,7 @@ def without_dates(boards: list[dict]) -> list[dict]:
     return boards
 
 
+@pytest.mark.slow
 def test_fresh_clone_shows_the_committed_h200_boards(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # no reports/leaderboard.sqlite here
     assert cli.main(["leaderboard", "show", "--json"]) == 0

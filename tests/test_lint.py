@@ -23,6 +23,7 @@ def _lint_json(capsys, *argv):
     return code, doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hopper", "blackwell"])
 def test_the_grids_lint_clean(name, capsys):
     code, doc = _lint_json(capsys, "--suite", name)
@@ -38,6 +39,7 @@ def test_the_grids_lint_clean(name, capsys):
     assert all(f["scenario"].endswith("-wl1023-cap50-peaked") and "cubic" in f["detail"] for f in cap)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, arch", [("real", None), ("rtx3080-mask", None), ("edge", "h200"), ("fa3-h2h", None)])
 def test_every_other_shipped_suite_lints_clean_or_says_why(name, arch, capsys):
     """Suites kept as published (real models), small by definition (short custom-mask calls) or made of traps

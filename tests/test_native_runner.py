@@ -20,6 +20,7 @@ def _has_gpu() -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_the_runner_builds_and_is_cached(tmp_path):
     first = build_runner("h200", cache_dir=tmp_path)
     assert first.is_file() and first.stat().st_mode & 0o111
@@ -27,6 +28,7 @@ def test_the_runner_builds_and_is_cached(tmp_path):
     assert len(list((tmp_path / "runner").iterdir())) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_has_gpu(), reason="a GPU is present: the runner would start")
 def test_without_a_gpu_the_runner_answers_one_error_line_and_exits(tmp_path):
     runner = build_runner("h200", cache_dir=tmp_path)

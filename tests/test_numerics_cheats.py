@@ -101,6 +101,7 @@ def _cheat(name: str):
     return PythonImpl(str(CORPUS / name)).module.forward
 
 
+@pytest.mark.slow
 def test_honest_candidates_pass_the_small_scenarios_of_every_suite():
     honest = PythonImpl(str(HONEST)).module.forward
     wrong = [(sc.id, v.reason) for sc in small_scenarios() if (v := _verdict(honest, sc)).status is not Status.PASSED]

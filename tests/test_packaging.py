@@ -93,6 +93,7 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
+@pytest.mark.slow
 def test_sdist_and_wheel_carry_the_shipped_data_as_files(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())

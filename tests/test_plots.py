@@ -63,6 +63,7 @@ def test_achieved_tflops():
     assert plots.achieved_tflops({"flops": 2e12, "time_ms": 4.0}) == pytest.approx(500.0)
 
 
+@pytest.mark.slow
 def test_sol_bar_chart_grows_with_scenarios(tmp_path):
     from PIL import Image
 

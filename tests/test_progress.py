@@ -61,6 +61,7 @@ def test_a_resumed_run_counts_from_where_it_was():
     assert stream.getvalue().startswith("[4/5] passed")
 
 
+@pytest.mark.slow
 def test_run_reports_progress_on_stderr_and_tables_on_stdout(tmp_path, capsys):
     assert main(["run", GOOD, "--suite", "smoke", "--device", "cpu", "--quick", "--max-scenarios", "2",
                  "--out", str(tmp_path)]) == 0

@@ -40,6 +40,7 @@ def run_cpu(pytester, kernel, *args):
                                          "--solbench-quick", "--solbench-suite", "smoke", *args)
 
 
+@pytest.mark.slow
 def test_correct_python_candidate_passes_and_fills_pytest_benchmark_files(pytester):
     """--benchmark-json and --benchmark-save through the current pytest-benchmark, which has no benchmark of
     its own here; the run folder goes under pytest's basetemp, not ./reports."""
@@ -60,12 +61,14 @@ def test_correct_python_candidate_passes_and_fills_pytest_benchmark_files(pytest
     assert cli.main(["check", str(results), "--against", str(saved), "--epsilon", "0.99"]) == 0
 
 
+@pytest.mark.slow
 def test_wrong_window_fails_only_where_a_window_applies(pytester):
     result = run_cpu(pytester, WRONG_WINDOW, "--solbench-max-scenarios", "5", "-rf")  # the 5th has a window
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines([f"*{WINDOWED}: mismatch: *", f"FAILED solbench[[]smoke[]]::{WINDOWED}*"])
 
 
+@pytest.mark.slow
 def test_check_names_the_wrong_scenario_of_a_real_run(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code = cli.main(["run", WRONG_WINDOW, "--device", "cpu", "--quick", "--filter", "wl15", "--out", "run"])

@@ -298,6 +298,7 @@ def sampled_rows(sc, per_seq=12):
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suite_name", ["smoke", "edge"])
 def test_reference_matches_brute_force_on_every_smoke_and_edge_scenario(suite_name):
     from solbench.core.suites import load_suite

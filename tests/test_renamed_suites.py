@@ -1,6 +1,7 @@
 """Recorded runs of the first hopper/blackwell grids (named "hopper"/"blackwell" with their hash) read as
 hopper-d128 / blackwell-d128, the names those scenarios have now: they still render, compare and rank."""
 
+import pytest
 import numpy as np
 
 from solbench.core.model import RENAMED_SUITES, RunResult, current_suite_name
@@ -32,6 +33,7 @@ def test_recorded_hopper_runs_read_as_hopper_d128_and_match_its_scenarios():
         assert load_run(path).suite_hash == load_suite("hopper").hash, f"{path} is not of today's hopper grid"
 
 
+@pytest.mark.slow
 def test_a_recorded_run_checks_against_itself_and_renders(capsys):
     assert cli.main(["check", str(HOPPER_RUN), "--against", str(HOPPER_RUN)]) in (0, 1)  # compared, not refused
     assert "cannot" not in capsys.readouterr().err

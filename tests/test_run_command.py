@@ -60,6 +60,7 @@ def interrupt_before_the_first_scenario(monkeypatch, make_folder: bool):
     monkeypatch.setattr(runner, "run", interrupted)
 
 
+@pytest.mark.slow
 def test_an_interrupt_before_the_first_scenario_names_the_folder_and_resume_starts_it(tmp_path, capsys, monkeypatch):
     folder = tmp_path / "run"
     with monkeypatch.context() as patch:
@@ -82,6 +83,7 @@ def test_an_interrupt_without_a_folder_says_there_is_nothing_to_resume(tmp_path,
     assert "before the run folder" in error_line(capsys)
 
 
+@pytest.mark.slow
 def test_an_interrupt_after_a_record_says_how_to_go_on(tmp_path, capsys, monkeypatch):
     from solbench.supervisor import runner
 

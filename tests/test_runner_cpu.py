@@ -23,6 +23,7 @@ def repo_cwd(monkeypatch, request):
     monkeypatch.chdir(request.config.rootpath)
 
 
+@pytest.mark.slow
 def test_correct_candidate_passes_and_writes_reports(tmp_path, capsys):
     assert main(["run", GOOD, "--suite", "smoke", "--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -35,6 +36,7 @@ def test_correct_candidate_passes_and_writes_reports(tmp_path, capsys):
     assert result.environment and result.policy["method"] == "host_clock"
 
 
+@pytest.mark.slow
 def test_wrong_candidate_fails_naming_scenarios(tmp_path, capsys):
     assert main(["run", WRONG, "--suite", "smoke", "--device", "cpu", "--quick", "--out", str(tmp_path)]) == 1
     out = capsys.readouterr().out
@@ -43,6 +45,7 @@ def test_wrong_candidate_fails_naming_scenarios(tmp_path, capsys):
     assert "score vs seed: 0" in out
 
 
+@pytest.mark.slow
 def test_report_rerenders_without_running(tmp_path, capsys):
     run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=2))
     capsys.readouterr()
@@ -50,6 +53,7 @@ def test_report_rerenders_without_running(tmp_path, capsys):
     assert "## Per scenario" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, status", [("segfault", Status.RUNTIME_ERROR), ("raise", Status.RUNTIME_ERROR),
                                           ("nothing", Status.UNWRITTEN), ("hang", Status.TIMEOUT)])
 def test_a_crash_costs_its_scenario_not_the_run(tmp_path, monkeypatch, mode, status):
@@ -64,6 +68,7 @@ def test_a_crash_costs_its_scenario_not_the_run(tmp_path, monkeypatch, mode, sta
     assert len(on_disk["outcomes"]) == 10 and on_disk["complete"]
 
 
+@pytest.mark.slow
 def test_resume_skips_finished_scenarios(tmp_path):
     first = run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path, max_scenarios=3))
     assert len(first.outcomes) == 3
@@ -75,6 +80,7 @@ def test_resume_skips_finished_scenarios(tmp_path):
             assert o.measurements["candidate"].samples_ms == done[o.scenario_id]
 
 
+@pytest.mark.slow
 def test_retry_errors_evaluates_only_the_errored_scenarios_again_in_suite_order(tmp_path, monkeypatch):
     monkeypatch.setenv("SOLBENCH_TEST_CRASH", "segfault")
     first = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path))
@@ -91,6 +97,7 @@ def test_retry_errors_evaluates_only_the_errored_scenarios_again_in_suite_order(
             assert o.measurements["candidate"].samples_ms == kept[o.scenario_id]
 
 
+@pytest.mark.slow
 def test_input_copies_shrink_when_device_memory_is_short(tmp_path, monkeypatch):
     from solbench.supervisor import evaluate
 
@@ -141,6 +148,7 @@ def test_what_retry_errors_retries():
     assert not errored(Outcome(**base, comparators={"fa3-fwd": {"status": "passed", "reason": ""}}))
 
 
+@pytest.mark.slow
 def test_an_interrupted_retry_keeps_the_outcomes_it_has_not_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("SOLBENCH_TEST_CRASH", "segfault")
     first = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path))
@@ -171,6 +179,7 @@ def test_bad_arguments_give_one_line(tmp_path, capsys):
     assert "a candidate is a .cu file or a Python module" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_other_arch_builds_bounds_and_exits_7(capsys):
     """--arch b200 without a B200: build for sm_100a, forbidden-library check, bounds, exit 7."""
     code = main(["run", "reference_kernels/seed_attention.cu", "--arch", "b200", "--suite", "smoke"])
@@ -186,6 +195,7 @@ def test_cu_candidate_on_cpu_is_a_clear_error(capsys):
     assert "needs a GPU" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_caching_by_pointer_is_caught_on_a_timed_call(tmp_path):
     result = run(RunConfig(candidate="tests/data/candidates/caches_by_pointer.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=3))
@@ -196,6 +206,7 @@ def test_caching_by_pointer_is_caught_on_a_timed_call(tmp_path):
     assert result.outcomes[0].reason.startswith("second checked call: ")
 
 
+@pytest.mark.slow
 def test_caching_by_pointer_is_caught_on_a_timed_call_too(tmp_path):
     """A candidate that caches only after its first two calls per buffer passes both checked calls; the
     supervisor's check of the timed calls catches it."""
@@ -213,6 +224,7 @@ def test_caching_by_pointer_is_caught_on_a_timed_call_too(tmp_path):
     assert outcome.status is Status.UNWRITTEN and outcome.reason.startswith("while timing: timed call on input copy")
 
 
+@pytest.mark.slow
 def test_a_baseline_can_be_the_candidate(tmp_path):
     """baseline:NAME evaluates a library itself (A/A experiments, leaderboard entries): scenarios it does
     not claim (judged for h200) are skipped with its reason; the others run in its worker, which on this
@@ -231,6 +243,7 @@ def test_unknown_arch_is_a_config_error(capsys):
     assert "unknown arch 'a100'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_replaying_cached_results_is_caught(tmp_path):
     """Correct values copied back from a cache keyed by pointer: caught on the first timed round, since
     the supervisor refills every copy with new values (same pointers) after warm-up and each round."""
@@ -242,6 +255,7 @@ def test_replaying_cached_results_is_caught(tmp_path):
     assert first.status is Status.MISMATCH and first.reason.startswith("while timing: timed call on input copy 0 in round 1")
 
 
+@pytest.mark.slow
 def test_skipping_work_on_timed_calls_is_caught(tmp_path):
     """A sentinel kernel that works only on poisoned buffers: every timed call gets freshly poisoned outputs."""
     result = run(RunConfig(candidate="tests/data/candidates/skips_when_written.py", suite="smoke", device="cpu",
@@ -249,12 +263,14 @@ def test_skipping_work_on_timed_calls_is_caught(tmp_path):
     assert all(o.status is Status.PASSED for o in result.outcomes)  # it always sees poison, so it always works
 
 
+@pytest.mark.slow
 def test_patching_the_harness_is_tampering(tmp_path):
     result = run(RunConfig(candidate="tests/data/candidates/patches_timer.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=2))
     assert all(o.status is Status.TAMPERED and "solbench.sandbox.timing.Timer.take" in o.reason for o in result.outcomes)
 
 
+@pytest.mark.slow
 def test_modifying_inputs_is_a_mismatch(tmp_path):
     result = run(RunConfig(candidate="tests/data/candidates/modifies_inputs.py", suite="smoke", device="cpu",
                            policy=QUICK, out_dir=tmp_path, max_scenarios=2))
@@ -282,6 +298,7 @@ def _raising_module(tmp_path):
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kept", [("seed", True), ("fa3-fwd", True), ("candidate", False)])
 def test_a_trusted_implementation_that_raises_keeps_its_worker(tmp_path, name, kept):
     from solbench.sandbox.impls import ImplSpec
@@ -379,6 +396,7 @@ def test_resume_refuses_another_set_of_implementations(tmp_path):
         run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path, seed=GOOD))
 
 
+@pytest.mark.slow
 def test_a_run_recorded_before_round_budget_ms_resumes_only_with_the_budget_off(tmp_path):
     """Runs recorded before round_budget_ms took round_samples calls every round: their policy reads as
     round_budget_ms 0, so --resume goes on the same way with round_budget_ms 0 and refuses another budget."""
@@ -395,6 +413,7 @@ def test_a_run_recorded_before_round_budget_ms_resumes_only_with_the_budget_off(
     assert run(RunConfig(candidate=GOOD, suite="smoke", device="cpu", policy=off, resume=tmp_path, seed=None)).complete
 
 
+@pytest.mark.slow
 def test_run_json_prints_one_object_for_agents(tmp_path, capsys):
     assert main(["run", GOOD, "--device", "cpu", "--quick", "--json", "--max-scenarios", "2", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
@@ -408,6 +427,7 @@ def test_run_json_prints_one_object_for_agents(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["run_id"] == doc["run_id"]
 
 
+@pytest.mark.slow
 def test_report_json_lists_failures_and_zero_scores(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SOLBENCH_TEST_CRASH", "raise")
     run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path))
@@ -530,6 +550,7 @@ def test_a_worker_that_forges_every_other_round_is_flagged():
             assert measurements["candidate"].telemetry["clock_check"]["rounds"][0]["unexplained_ms"] > 5
 
 
+@pytest.mark.slow
 def test_comparators_are_checked_while_the_reference_is_computed_and_the_candidate_after(tmp_path, monkeypatch):
     """The comparators' prepare and check requests go out from threads of their own while the supervisor
     computes the reference (libraries' JIT and plan building hide behind it); the candidate's check, with its

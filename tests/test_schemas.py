@@ -109,6 +109,7 @@ def test_schemas_ship_as_package_data():
     assert all(schemas.path(n).is_file() for n in schemas.NAMES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_committed_results_validate(path):
     assert_valid(json.loads(path.read_text()), "run")
@@ -142,6 +143,7 @@ def strict_loads(text: str):
     return json.loads(text, parse_constant=reject)
 
 
+@pytest.mark.slow
 def test_a_cpu_run_validates_results_and_summary(cpu_runs):
     for name, expected in (("good", 0), ("wrong", 1)):
         code, folder = cpu_runs[name]

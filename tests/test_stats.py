@@ -46,6 +46,7 @@ def test_median_ci_contains_median_and_narrows_with_n():
     assert np.subtract(*stats.median_ci(large)[::-1]) < np.subtract(*stats.median_ci(small)[::-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [8, 15, 40, 120])
 def test_median_ci_coverage_is_near_nominal(n):
     rng = np.random.default_rng(n)

@@ -71,11 +71,13 @@ def test_wide_prints_one_line_per_scenario(capsys):
     assert len(wide.splitlines()) == 182 + 4  # header, rule, rows, blank, count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [HOPPER_RUN, *REFERENCE_RUNS], ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_report_of_committed_results_fits(capsys, path):
     assert widest(printed(capsys, "report", str(path))) <= WIDTH
 
 
+@pytest.mark.slow
 def test_report_of_the_hopper_run_counts_declines_instead_of_listing_them(capsys):
     out = printed(capsys, "report", str(HOPPER_RUN))
     assert "skipped: not supported" not in out  # 720 such pairs: counted on one line, not listed
@@ -126,6 +128,7 @@ def test_the_width_is_the_terminals_else_120(monkeypatch):
     ["baselines", "--suite", "hopper", "--arch", "h200"], ["lint", "--suite", "smoke", "--arch", "h200"],
     ["triage", str(ROOT / "baselines" / "h200" / "real.json")],
 ], ids=lambda argv: argv[0])
+@pytest.mark.slow
 def test_at_80_columns_no_line_wraps(capsys, monkeypatch, argv):
     """At 80 columns every row used to wrap over 2-3 lines: tables were fitted to 120 whatever the terminal."""
     monkeypatch.setenv("COLUMNS", "80")

@@ -84,6 +84,7 @@ def test_each_class_with_its_evidence():
         policy_with("nonsense=1")
 
 
+@pytest.mark.slow
 def test_recorded_h200_runs_classify_every_scenario_and_the_seed_splitkv_decode_is_routing():
     runs = ["hopper-d128.json", "hopper-d128+flashinfer.json", "hopper-d128+flex.json"]
     from solbench.supervisor.run_files import load_run
@@ -97,6 +98,7 @@ def test_recorded_h200_runs_classify_every_scenario_and_the_seed_splitkv_decode_
     assert all("% of attainable" in r.evidence and "x faster" in r.evidence for r in splitkv)
 
 
+@pytest.mark.slow
 def test_triage_command_json_and_errors(capsys):
     assert cli.main(["triage", str(H200 / "real.json"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -106,6 +108,7 @@ def test_triage_command_json_and_errors(capsys):
     assert cli.main(["triage", str(H200 / "real.json"), "--scenario", "nope"]) == 2
 
 
+@pytest.mark.slow
 def test_no_recorded_honest_implementation_is_faster_than_light():
     from solbench.core.roofline import FTL_TOLERANCE
     from solbench.core.stats import median

@@ -31,6 +31,7 @@ def test_every_cheat_in_the_corpus_names_its_expected_status():
     assert all(statuses <= {s.value for s in Status} for statuses in EXPECTED.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_cheat_gets_its_status(name, tmp_path):
     result = _run(CORPUS / name, tmp_path)
@@ -51,6 +52,7 @@ def test_content_memoisation_never_replays_a_timed_call(tmp_path, monkeypatch):
     assert calls.count("miss") >= 1 + outcome.input_copies + timed
 
 
+@pytest.mark.slow
 def test_a_call_that_rewrites_another_copys_structure_is_caught(tmp_path):
     """rewrites_idle_copies.py passed all of smoke with 4 input copies while the rounds refreshed values only."""
     from dataclasses import replace
@@ -87,6 +89,7 @@ def test_a_permutation_of_the_inputs_changes_the_fingerprint_but_not_a_plain_sum
     assert input_fingerprint(inp, key=12346)["k"] != input_fingerprint(inp, key=12345)["k"]
 
 
+@pytest.mark.slow
 def test_a_daemon_the_candidate_leaves_behind_cannot_change_the_record(tmp_path, monkeypatch):
     monkeypatch.setenv("SOLBENCH_ADVERSARY_DAEMON", "1")
     result = run(RunConfig(candidate=str(CORPUS / "detaches_daemon.py"), suite="smoke", device="cpu", policy=QUICK,
@@ -99,6 +102,7 @@ def test_a_daemon_the_candidate_leaves_behind_cannot_change_the_record(tmp_path,
     assert [o["status"] for o in doc["outcomes"]] == [o.status.value for o in result.outcomes]
 
 
+@pytest.mark.slow
 def test_times_reported_short_are_caught_on_the_supervisors_clock(tmp_path):
     """A cheat the worker's snapshot does not see (it replaces the Sample record, not a watched function):
     the supervisor's clock around each round, against the seed's rounds, shows the missing time."""
@@ -134,6 +138,7 @@ def test_an_honest_runner_whose_loop_costs_a_little_more_than_the_yardsticks_is_
     assert clock_gap([(3 * (5.0 + 2.8), 3 * 0.5, 3)] * 4, trusted)
 
 
+@pytest.mark.slow
 def test_the_candidates_confinement_is_recorded_with_its_times(tmp_path):
     """What the candidate's worker was confined by, said before the candidate loaded, rides with each round's
     telemetry; it was applied while the worker had one thread (Landlock binds no thread already running, and
