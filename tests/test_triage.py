@@ -141,7 +141,6 @@ def test_python_hosted_kernel_records_come_from_the_profilers_trace_and_ride_on_
     state.timer = type("T", (), {"warm_up": lambda self, calls: None,
                                  "take": lambda self, calls, n: []})()
     monkeypatch.setattr(kernel_records, "record_kernels", lambda call: (recs, ""))
-    monkeypatch.setattr("solbench.sandbox.worker._device_index", lambda device: -1)
     state.warm_up(None)
     assert state.round({"order": []})["telemetry"]["kernels"] == recs
     state.release = worker._WorkerState.release.__get__(state)

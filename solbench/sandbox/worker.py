@@ -250,15 +250,11 @@ class _WorkerState:
     def round(self, payload):
         """One timed call of each copy in payload["order"] (the supervisor refreshes their contents and
         poisons their outputs before, and checks them after); returns device/host samples, flags and
-        telemetry."""
-        from solbench.gpu.telemetry import TelemetrySampler
-
+        the kernel records. Clocks and throttling are read by the supervisor, not here: this process is the
+        candidate's."""
         order = payload["order"]
-        with TelemetrySampler(_device_index(self.device)) as sampler:
-            samples = self.timer.take([self.calls[i] for i in order], len(order))
-        telemetry = sampler.summary()
-        if self.kernels is not None:
-            telemetry["kernels"] = self.kernels
+        samples = self.timer.take([self.calls[i] for i in order], len(order))
+        telemetry = {} if self.kernels is None else {"kernels": self.kernels}
         return {
             "device_ms": [s.device_ms for s in samples],
             "host_ms": [s.host_ms for s in samples],
@@ -269,11 +265,3 @@ class _WorkerState:
     def launcher_split(self, payload):
         split = self.timer.launcher_split(self.calls[0])
         return {k: getattr(split, k) for k in split.__dataclass_fields__}
-
-
-def _device_index(device: str) -> int:
-    if device != "cuda":
-        return -1
-    import torch
-
-    return torch.cuda.current_device()

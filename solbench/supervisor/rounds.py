@@ -51,17 +51,18 @@ def _process_kind(worker) -> str:
 
 def _supervisor_telemetry(worker):
     """A TelemetrySampler of this process around a Python host's round (the native worker's side already keeps
-    one): the worker's own telemetry is the candidate's to write, and a round it called throttled was taken
-    again. A null context on a CPU run or for the native runner."""
+    one): the candidate's process says nothing of clocks or throttling, and a round called throttled is taken
+    again. On a CPU run it reads nothing and says so; a null context for the native runner."""
     import contextlib
 
-    device = str(getattr(worker, "device", "cpu"))
-    if _process_kind(worker) == "native" or not device.startswith("cuda"):
+    if _process_kind(worker) == "native":
         return contextlib.nullcontext()
     from solbench.gpu.telemetry import TelemetrySampler
 
-    index = int(device.split(":")[1]) if ":" in device else _current_device()
-    return TelemetrySampler(index)
+    device = str(getattr(worker, "device", "cpu"))
+    if not device.startswith("cuda"):
+        return TelemetrySampler(-1)
+    return TelemetrySampler(int(device.split(":")[1]) if ":" in device else _current_device())
 
 
 def _current_device() -> int:
@@ -141,10 +142,11 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
                 own = getattr(workers[name], "last_request_ms", None)
                 wall += own if own is not None else took_ms
             copies.after_round(part, r)
-            if sampler is not None:  # throttling and clocks as the supervisor read them, not the worker's word
-                reply["telemetry"] = {**reply["telemetry"], **sampler.summary()}
-            elif _process_kind(workers[name]) == "python":  # nothing read here (a CPU run): nothing to retake
-                reply["telemetry"] = {**reply["telemetry"], "throttled": False, "power_capped": False}
+            if sampler is not None:  # a Python host: of its telemetry, only what the supervisor itself put there
+                #                      (the sandbox it confirmed) and the kernel records the triage checks;
+                #                      clocks and throttling as this process read them
+                told = reply["telemetry"] if isinstance(reply["telemetry"], dict) else {}
+                reply["telemetry"] = {**{k: told[k] for k in ("kernels", "sandbox") if k in told}, **sampler.summary()}
             parts.append(reply)
             spend = spent[name]
             spend[0] += sent - prepared
