@@ -71,7 +71,9 @@ def _row(results: Path) -> dict:
     med = lambda m: statistics.median(m["samples_ms"]) if m.get("samples_ms") else float("nan")
     clock = (cand.get("telemetry") or {}).get("clock_rounds") or {}
     a = clock.get("allowance_per_call_ms") or 0.0
-    shares = [(w - t - c * a) / w for w, t, c in clock.get("rounds", []) if w > 0]
+    from solbench.supervisor.audit import clock_bound_ms, unexplained_ms
+
+    shares = [unexplained_ms(w, t, c, a) / clock_bound_ms(t, c, a) for w, t, c in clock.get("rounds", []) if w > 0]
     return {"scenario": o["scenario_id"], "status": o["status"], "reason": (o.get("reason") or "")[:160],
             "candidate_ms": med(cand), "seed_ms": med(seed), "max_share": max(shares, default=float("nan")),
             "rounds": len(shares), "dropped": len(clock.get("dropped", []))}
@@ -79,13 +81,15 @@ def _row(results: Path) -> dict:
 
 def _bound(row_results: Path) -> float:
     """The smallest factor every round of an honest run would still pass at, by the rule in
-    solbench/supervisor/audit.py: a forger's round takes the wall time of the honest one."""
-    from solbench.supervisor.audit import CLOCK_GAP_SHARE, CLOCK_GAP_SLACK_MS
+    solbench/supervisor/audit.py (clock_bound_ms): a forger's round takes the wall time of the honest one and
+    reports factor x its device time; it passes by the share of that time or by the slack, whichever is larger."""
+    from solbench.supervisor.audit import CLOCK_GAP_SHARE, CLOCK_GAP_SLACK_MS, CLOCK_LOOP_SHARE
 
     d = json.loads(row_results.read_text())
     clock = (d["outcomes"][0]["measurements"]["candidate"]["telemetry"] or {}).get("clock_rounds") or {}
     a = clock.get("allowance_per_call_ms") or 0.0
-    need = [(w - c * a - max(CLOCK_GAP_SHARE * w, CLOCK_GAP_SLACK_MS)) / t for w, t, c in clock.get("rounds", []) if t > 0]
+    need = [min((w - c * a * (1 + CLOCK_LOOP_SHARE)) / ((1 + CLOCK_GAP_SHARE) * t), (w - c * a - CLOCK_GAP_SLACK_MS) / t)
+            for w, t, c in clock.get("rounds", []) if t > 0]
     return max(need, default=1.0)
 
 
@@ -144,7 +148,7 @@ def main() -> int:
                       h.get("predicted_bound") if h else "?", r["factor"], r["status"], f"{gain:.3f}",
                       f"{r['max_share']:.3f}", r["dropped"], r["reason"][:70]])
     print(tabulate(table, headers=["runner", "scenario", "honest ms", "predicted bound", "factor", "status",
-                                   "gain over honest", "max unexplained share", "dropped", "reason"]))
+                                   "gain over honest", "max share of bound", "dropped", "reason"]))
     (out / "forgery-bound.json").write_text(json.dumps(rows, indent=1))
     return 0
 

@@ -65,7 +65,7 @@ def test_a_native_forger_beside_a_trusted_native_runner_is_caught_on_the_supervi
 @pytest.mark.xfail(strict=True, reason="bounded: with no trusted native runner beside it "
                                        "(--seed none), the candidate's runner may claim up to 3 ms a call "
                                        "between calls (NATIVE_BETWEEN_CAP_MS); a forger of 5 ms calls hides that "
-                                       "much and the 35 % share on top (README: limits)")
+                                       "much and the clock's share on top (README: limits)")
 def test_a_native_forger_that_leaves_busy_ms_alone_is_caught_on_the_supervisors_clock():
     forger = _Worker("cu", "native", call_ms=5.0, scale=0.1)
     assert CLOCK_GAP in _candidate_flags(forger, {"lib": _Worker("py", "python", call_ms=5.0)})

@@ -122,15 +122,27 @@ def test_the_clock_check_passes_an_honest_candidate_and_needs_a_trusted_comparat
     # One round out of bound is out of bound (no majority): rounds.py takes fresh rounds before it flags.
     assert clock_outliers([(40.0, 4.0, 3), (40.0, 37.5, 3), (40.0, 37.5, 3)], trusted) == [0]
     assert not clock_gap([(40.0, 36.0, 3)] * 5, trusted)  # within the allowance and the noise share
-    assert clock_gap([(40.0, 36.0, 3)] * 5, trusted, allowance_per_call_ms=-1.0) is False  # a share of the wall
+    assert clock_gap([(40.0, 36.0, 3)] * 5, trusted, allowance_per_call_ms=-1.0) is False  # a share of the time told
     assert not clock_gap([(3.0, 0.3, 3)] * 5, trusted)  # under the absolute slack
     assert not clock_gap([(40.0, 4.0, 3)] * 5, [])  # nothing trusted to measure the loop with
 
 
+def test_long_calls_are_bounded_by_a_quarter_of_their_reported_time_on_a_gpu():
+    """Calls of 20 ms with 0.8 ms of loop each: reported as 20/1.3 they leave more than a quarter of the reported
+    time unexplained and are out of bound; as 20/1.2 they pass (the bound). A CPU's share is twice as wide."""
+    from solbench.supervisor.audit import CLOCK_GAP_SHARE_CPU, clock_gap
+
+    trusted = [(3 * 20.8, 3 * 20.0, 3)] * 4
+    assert clock_gap([(3 * 20.8, 3 * 20.0 / 1.3, 3)] * 4, trusted)
+    assert not clock_gap([(3 * 20.8, 3 * 20.0 / 1.2, 3)] * 4, trusted)
+    assert not clock_gap([(3 * 20.8, 3 * 20.0 / 1.3, 3)] * 4, trusted, share=CLOCK_GAP_SHARE_CPU)
+    assert clock_gap([(3 * 20.8, 3 * 20.0 / 1.6, 3)] * 4, trusted, share=CLOCK_GAP_SHARE_CPU)
+
+
 def test_an_honest_runner_whose_loop_costs_a_little_more_than_the_yardsticks_is_not_flagged():
     """The seed against itself through two native runners on the H200 (90 us decode calls, ~2.8 ms a call between
-    them, 0.7 ms a call more in the candidate's runner): a share of the calls' own time flagged it hidden_work; a
-    share of the round's wall time, the loop included, does not. A forger reporting a tenth still is."""
+    them, 0.7 ms a call more in the candidate's runner): the bound's share of the loop's allowance covers the
+    difference. A forger reporting a tenth is still flagged."""
     from solbench.supervisor.audit import clock_gap
 
     trusted = [(3 * (0.09 + 2.8), 3 * 0.09, 3)] * 4

@@ -13,7 +13,8 @@ import time
 from solbench.core.model import Measurement
 from solbench.core.policy import TimingPolicy, round_calls
 from solbench.supervisor.python_worker import Worker, WorkerFailure
-from solbench.supervisor.audit import (CLOCK_CONFIRM_ROUNDS, CLOCK_CONFIRM_TRIES, CLOCK_GAP, TimedCopies,
+from solbench.supervisor.audit import (CLOCK_CONFIRM_ROUNDS, CLOCK_CONFIRM_TRIES, CLOCK_GAP, CLOCK_GAP_SHARE,
+                                      CLOCK_GAP_SHARE_CPU, TimedCopies,
                                       clock_outliers, clock_rounds, outside_per_call, unexplained_ms)
 from solbench.supervisor.cupti_verdict import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
 from solbench.supervisor.trace import trace, trace_clock, trace_rounds
@@ -210,12 +211,14 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
     same = [n for n in workers if n != "candidate" and _process_kind(workers[n]) == kind]
     yardstick = same or [n for n in workers if n != "candidate"]  # the loop's cost differs between the hosts
     claims_between = kind == "native" and not same  # no trusted native runner beside a native candidate
-    cover_ms = policy.launch_cover_ms if str(getattr(workers["candidate"], "device", "cpu")).startswith("cuda") else 0.0
+    on_gpu = str(getattr(workers["candidate"], "device", "cpu")).startswith("cuda")
+    cover_ms = policy.launch_cover_ms if on_gpu else 0.0
+    share = CLOCK_GAP_SHARE if on_gpu else CLOCK_GAP_SHARE_CPU
     trace_clock(clocked)
 
     def out_of_bound(first: int = 0) -> list[int]:
         cand, trusted = clock_rounds(clocked, yardstick, claims_between)
-        return [i for i in clock_outliers(cand, trusted, cover_ms) if i >= first]
+        return [i for i in clock_outliers(cand, trusted, cover_ms, share) if i >= first]
 
     if found := out_of_bound():
         evidence = [max((clocked["candidate"][i] for i in found), key=lambda x: x[0] - x[2])]

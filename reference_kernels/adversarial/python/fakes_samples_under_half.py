@@ -1,7 +1,7 @@
 """Patching the harness: fakes_samples.py reports a tenth of its times and the supervisor's clock catches it.
 This module replaces the same `Sample` record to report 0.55 of every time: 45 % of each call is unexplained.
-The clock flags a round whose unexplained time exceeds 35 % of its wall time and 2 ms: caught where calls are
-long against the loop's cost per request, within the bound where the loop costs about what the calls do
+The clock flags a round whose unexplained time exceeds a share of its reported time and of the loop's cost, and
+2 ms (solbench.supervisor.audit.clock_bound_ms): caught where calls are long against the loop's cost per request, within the bound where the loop costs about what the calls do
 (smoke's calls on a CPU). docs/threat-model.md gives the bound.
 
 expect: see tests/test_forgery_bound_cpu.py (caught on calls long against the loop; within the bound on short ones)
