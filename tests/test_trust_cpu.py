@@ -257,3 +257,38 @@ print(*resource.getrlimit(resource.RLIMIT_NOFILE))
     assert f"; open files <= {cap}, each file <= 16 GiB; no capabilities; " in said[0] and said[1].split()[1] == str(cap), said
     assert cap <= CANDIDATE_OPEN_FILES and (hard == resource.RLIM_INFINITY or 2 * cap <= hard)
     assert open_files_cap(1000) == 500 and open_files_cap(resource.RLIM_INFINITY) == CANDIDATE_OPEN_FILES
+
+
+@pytest.mark.slow
+def test_time_moved_between_the_calls_of_a_round_buys_nothing(tmp_path):
+    """moves_time_within_a_round.py keeps each round's sum true and shrinks two calls of three: scored by the
+    round's mean it is as fast as the seed (the same code on a CPU), not 16.8x."""
+    from dataclasses import replace
+    from statistics import median
+
+    result = _run(CORPUS / "moves_time_within_a_round.py", tmp_path, n=2, seed="default",
+                  policy=replace(QUICK, round_samples=3))
+    for o in result.outcomes:
+        assert o.status is Status.PASSED, (o.scenario_id, o.reason)
+        assert median(o.ratios["seed"]) < 1.5, (o.scenario_id, o.ratios["seed"])
+
+
+@pytest.mark.slow
+def test_a_reply_nested_past_the_limit_costs_its_scenario_and_the_run_goes_on(tmp_path):
+    """nested_reply.py sends 100,000 '[' on the softcap scenario: that scenario fails, the next ones are judged."""
+    result = _run(CORPUS / "nested_reply.py", tmp_path, n=None, filter="-n2-")
+    capped = [o for o in result.outcomes if "cap30" in o.scenario_id]
+    rest = [o for o in result.outcomes if "cap30" not in o.scenario_id]
+    assert len(capped) == 1 and capped[0].status.is_failure, [(o.status, o.reason) for o in capped]
+    assert "malformed reply" in capped[0].reason, capped[0].reason
+    assert len(rest) == 3 and all(o.status is Status.PASSED for o in rest), [(o.status, o.reason) for o in rest]
+
+
+def test_a_reply_is_decoded_to_a_bounded_depth_whatever_the_decoder_raises():
+    from solbench.sandbox.replies import MAX_REPLY_DEPTH, decode_json, read_reply
+
+    assert read_reply(b'["ok", {"a": [1, 2]}]') == ("ok", {"a": [1, 2]})
+    for bad in (b"[" * 100_000, b"[" * (MAX_REPLY_DEPTH + 1) + b"]" * (MAX_REPLY_DEPTH + 1), b"1" * 5000, b"{"):
+        with pytest.raises(ValueError):
+            decode_json(bad)
+    assert decode_json(b"[" * MAX_REPLY_DEPTH + b"]" * MAX_REPLY_DEPTH) is not None

@@ -113,7 +113,8 @@ class Measurement:
     impl: str
     """Implementation name: 'candidate', 'seed', or a baseline name."""
     samples_ms: tuple[float, ...]
-    """Per-iteration device (or CPU) time, in the order taken."""
+    """Device (or CPU) time per call, one per timed round (the mean of its calls, as the clock check bounds
+    it), in the order taken."""
     method: str
     """'cuda_events' or 'host_clock'."""
     host_samples_ms: tuple[float, ...] = ()

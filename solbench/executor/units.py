@@ -161,7 +161,12 @@ class Agent:
                 break
             except Exception as exc:  # torch.OutOfMemoryError, named so that torch is not imported here
                 if type(exc).__name__ != "OutOfMemoryError":
-                    raise
+                    # Whatever a worker's reply made go wrong here costs its scenario, never the run: the
+                    # candidate must not choose where a run stops (before a scenario it would fail).
+                    for worker in self.workers.values():
+                        worker.stop(kill=True)
+                    outcome = supervisor_failed(sc, exc)
+                    break
                 seen = candidate.prepares != given
                 outcome = supervisor_out_of_memory(sc, exc, retried=bool(retried), seen=seen)
                 # Every worker ends: memory a worker keeps (its caching allocator, or mappings of earlier
@@ -204,6 +209,14 @@ def supervisor_out_of_memory(sc: Scenario, exc: Exception, retried: bool = False
                           + (f" {AFTER_CONTENTS}" if seen else "")
                           + (" (again with every worker started afresh)" if retried else "")
                           + f": OutOfMemoryError: {first}")
+
+
+def supervisor_failed(sc: Scenario, exc: Exception) -> Outcome:
+    """The record of a scenario whose evaluation raised in the supervisor: a failure, with the exception's
+    first line, so that the fault is seen and the run goes on."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return Outcome(scenario_id=sc.id, scenario=sc.to_dict(), status=Status.RUNTIME_ERROR,
+                   reason=f"the supervisor failed while evaluating it: {type(exc).__name__}: {first}"[:500])
 
 
 def lost_outcome(sc: Scenario, why: str) -> Outcome:

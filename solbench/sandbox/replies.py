@@ -52,9 +52,33 @@ def recv_within(conn, timeout_s: float, on_stall) -> bytes:
     return box["data"]
 
 
+MAX_REPLY_DEPTH = 64
+"""Nesting a reply may have: the decoder and whatever walks a reply afterwards recurse, and a frame of 100,000
+'[' raised RecursionError out of the supervisor, which ended the run on the candidate's say."""
+
+
+def decode_json(data):
+    """A reply's JSON value; ValueError for anything else (malformed, too deep, a number too long), whatever the
+    decoder raised: what a candidate's process wrote must cost its scenario, never the run."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ValueError(f"not JSON ({type(exc).__name__})") from None
+    stack = [(value, 1)]
+    while stack:  # iterative: the check itself must not recurse
+        item, depth = stack.pop()
+        if depth > MAX_REPLY_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_REPLY_DEPTH}")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return value
+
+
 def read_reply(data: bytes):
     """(status, value) of one reply; ValueError for anything but a JSON [str, value] pair."""
-    reply = json.loads(data)
+    reply = decode_json(data)
     if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], str)):
         raise ValueError("not a [status, value] pair")
     return reply[0], reply[1]

@@ -12,7 +12,6 @@ process around each round).
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import socket
@@ -24,7 +23,7 @@ from pathlib import Path
 from solbench.core.policy import TimingPolicy
 from solbench.sandbox.impls import ImplSpec
 from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir, shared_memory_dirs
-from solbench.sandbox.replies import describe_exit
+from solbench.sandbox.replies import decode_json, describe_exit
 from solbench.supervisor import lifeline, pause
 from solbench.supervisor.cupti_verdict import round_flags
 from solbench.supervisor.python_worker import WorkerFailure
@@ -191,7 +190,7 @@ class NativeWorker:
         before = None
         if status == "ready":  # what CUPTI records, said before the candidate was loaded
             try:
-                before = json.loads(body)
+                before = decode_json(body)
             except ValueError:
                 before = None
             status, body = self._reply("load", timeout_s + self.setup_s)
@@ -206,7 +205,7 @@ class NativeWorker:
             raise WorkerFailure("crash", f"{self.spec.name}: the native runner did not say what CUPTI records before "
                                          f"it loaded the candidate")
         try:  # said after the candidate loaded: its constructor may have written it
-            described = json.loads(body)
+            described = decode_json(body)
         except ValueError:
             described = None
         if not isinstance(described, dict):
@@ -351,7 +350,12 @@ class NativeWorker:
             self._died(line.split()[0])
         status, body = self._reply(line.split()[0], timeout_s)
         if status == "ok":
-            return json.loads(body) if body else None
+            try:
+                return decode_json(body) if body else None
+            except ValueError as exc:
+                self.stop(kill=True)
+                raise WorkerFailure("tampered", f"{self.spec.name}: malformed reply from the runner to "
+                                                f"{line.split()[0]!r} ({exc})") from None
         if status == "unsupported":
             return {"unsupported": body}
         self.stop(kill=True)  # after an error or a forbidden library the runner has left (or must)

@@ -26,8 +26,12 @@ could otherwise do its hiding in rounds it makes the supervisor drop)."""
 
 AUDITED_PART = 2
 """Calls of a round sent together, after their copies are made ready (time_interleaved): with two, no call of
-the candidate's can do the work of more than one other, and the median of the two is their mean. The
+the candidate's can do the work of more than one other. The
 comparators' rounds go in the same parts, so that every implementation is timed the same way."""
+
+
+def _mean(xs) -> float:
+    return sum(xs) / len(xs)
 
 
 def _joined(replies: list[dict]) -> dict:
@@ -121,9 +125,9 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
         copies = timed[name]
         order = copies.order(r, calls[name])
         # A round goes to its worker in parts of at most two calls, each made ready just before it: the
-        # candidate's calls can then do no work for another beyond their part, and the median of two calls is
-        # their mean (a round whose first call did every ready copy's work had a median near nothing:
-        # computes_ahead.py). Every implementation alike: the same requests a round, the same freshness in L2.
+        # candidate's calls can then do no work for another beyond their part (a round whose first call did
+        # every ready copy's work: computes_ahead.py). Every implementation alike: the same requests a round,
+        # the same freshness in L2.
         parts, wall, host, between = [], 0.0, 0.0, 0.0
         for part in (order[i:i + AUDITED_PART] for i in range(0, len(order), AUDITED_PART)):
             prepared = time.perf_counter()
@@ -191,8 +195,8 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
         one_round(r)
         # Tight enough when every median is, or when every per-round ratio against the candidate is:
         # drift shared by all implementations (power cap, clocks) widens the former but cancels in the latter.
-        per_round = {n: [median(d) for d, _ in rounds[n]] for n in workers}
-        samples = {n: [x for d, _ in rounds[n] for x in d] for n in workers}
+        per_round = {n: [_mean(d) for d, _ in rounds[n]] for n in workers}
+        samples = per_round
         ratio_rounds = [[c / t for c, t in zip(per_round[n], per_round["candidate"])] for n in workers if n != "candidate"]
         tight = (all(rel_ci_halfwidth(s) < policy.target_rel_ci for s in samples.values())
                  or (ratio_rounds and all(rel_ci_halfwidth(r) < policy.target_rel_ci for r in ratio_rounds)))
@@ -242,9 +246,12 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             "yardstick": yardstick, "allowance_per_call_ms": round(outside_per_call(trusted_rounds) + cover_ms, 4),
             "rounds": [[round(w, 4), round(d, 4), c] for w, d, c in cand_rounds], "dropped": sorted(dropped)}}
     scored = [i for i in range(len(rounds["candidate"])) if i not in dropped] or list(range(len(rounds["candidate"])))
-    samples = {n: [x for i in scored for x in rounds[n][i][0]] for n in workers}
+    # A round scores as its mean: the sum of its reported device times is what the clock check bounds, and
+    # nothing within a round is (a worker that moves time from two calls onto the third keeps the sum and
+    # halves a median of calls: the clock never sees it).
+    per_round = {n: [_mean(rounds[n][i][0]) for i in scored] for n in workers}
+    samples = per_round
     host = {n: [x for i in scored for x in rounds[n][i][1]] for n in workers}
-    per_round = {n: [median(rounds[n][i][0]) for i in scored] for n in workers}
     # The candidate's launcher A/B only: the comparators' was recorded and never read, and took ~0.2 s per
     # comparator and scenario on the H200 (benchmarks/trace_summary.py); it runs after the rounds, so no ratio moves.
     splits = {"candidate": ask("candidate", "launcher_split")} if policy.launcher_ab else {}
