@@ -619,7 +619,8 @@ def test_long_calls_get_fewer_calls_a_round_after_the_first():
     assert workers["candidate"].orders[:12] == [2, 1] * 6
     assert workers["seed"].orders[:7] == [2, 1] + [1] * 5
     assert workers["lib"].orders[:7] == [2, 1] + [2] * 5
-    assert [len(measurements[n].samples_ms) for n in workers] == [18, 3 + 5, 3 + 10]
+    # one sample a round (its mean), whatever its calls
+    assert [len(measurements[n].samples_ms) for n in workers] == [6, 6, 6]
     assert len(ratios["seed"]) == len(ratios["lib"]) == 6 and set(ratios["seed"]) == {50.0}
 
 

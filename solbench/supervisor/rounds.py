@@ -132,10 +132,10 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
         for part in (order[i:i + AUDITED_PART] for i in range(0, len(order), AUDITED_PART)):
             prepared = time.perf_counter()
             copies.before_round(part)
-            sent = time.perf_counter()
-            with _supervisor_telemetry(workers[name]) as sampler:
+            with _supervisor_telemetry(workers[name]) as sampler:  # its start (NVML, a thread) is not the worker's
+                sent = time.perf_counter()
                 reply = ask(name, "round", {"order": part})
-            returned = time.perf_counter()
+                returned = time.perf_counter()
             took_ms = (returned - sent) * 1e3  # before the checks below: their time is the supervisor's
             if why := round_problem(reply, len(part)):
                 raise TimingFailure(name, WorkerFailure("tampered", f"malformed round reply: {why}"))
