@@ -292,3 +292,13 @@ def test_a_reply_is_decoded_to_a_bounded_depth_whatever_the_decoder_raises():
         with pytest.raises(ValueError):
             decode_json(bad)
     assert decode_json(b"[" * MAX_REPLY_DEPTH + b"]" * MAX_REPLY_DEPTH) is not None
+
+
+def test_a_scenario_the_supervisor_failed_on_is_never_retried_whatever_its_reason_says():
+    from solbench.core.scenario import Scenario
+    from solbench.executor.units import supervisor_failed
+    from solbench.supervisor.runner import errored
+
+    sc = Scenario(q_lens=(8,), kv_lens=(8,), heads_q=1, heads_kv=1)
+    outcome = supervisor_failed(sc, KeyError("worker died: out of memory"))
+    assert outcome.status is Status.RUNTIME_ERROR and not errored(outcome), outcome.reason

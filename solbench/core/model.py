@@ -35,6 +35,9 @@ SUPERVISOR_OUT_OF_MEMORY = "the supervisor ran out of device memory for this sce
 """How an outcome's reason begins when the supervisor, not the implementation, failed the scenario (its inputs
 or reference did not fit beside the workers): a machine error, retried by --retry-errors, never counted as
 the implementation being wrong."""
+SUPERVISOR_FAILED = "the supervisor failed while evaluating it"
+"""How an outcome's reason begins when evaluating the scenario raised in the supervisor: counted against the
+candidate (what its worker sent may have caused it) and never evaluated again, whatever words follow."""
 AFTER_CONTENTS = "after the candidate was given its contents: not evaluated again"
 """In such a reason: the candidate held the scenario's contents when the device ran out, so it may have filled
 the device itself to get a new draw at a scenario it knew it failed; neither the run nor --retry-errors

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from solbench.core.model import AFTER_CONTENTS, SUPERVISOR_OUT_OF_MEMORY, Outcome, Status
+from solbench.core.model import AFTER_CONTENTS, SUPERVISOR_FAILED, SUPERVISOR_OUT_OF_MEMORY, Outcome, Status
 from solbench.core.policy import TimingPolicy
 from solbench.core.scenario import Scenario
 from solbench.sandbox.impls import ImplSpec
@@ -216,7 +216,7 @@ def supervisor_failed(sc: Scenario, exc: Exception) -> Outcome:
     first line, so that the fault is seen and the run goes on."""
     first = str(exc).splitlines()[0] if str(exc) else ""
     return Outcome(scenario_id=sc.id, scenario=sc.to_dict(), status=Status.RUNTIME_ERROR,
-                   reason=f"the supervisor failed while evaluating it: {type(exc).__name__}: {first}"[:500])
+                   reason=f"{SUPERVISOR_FAILED}: {type(exc).__name__}: {first}"[:500])
 
 
 def lost_outcome(sc: Scenario, why: str) -> Outcome:

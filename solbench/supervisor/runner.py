@@ -17,7 +17,7 @@ from solbench import __version__, abi
 from solbench.core.errors import ConfigError
 from solbench.core.paths import KERNELS_DIR
 from solbench.sandbox.impls import ImplSpec, candidate_kind
-from solbench.core.model import AFTER_CONTENTS, ERROR_BUDGET, Outcome, RunResult, Status
+from solbench.core.model import AFTER_CONTENTS, ERROR_BUDGET, SUPERVISOR_FAILED, Outcome, RunResult, Status
 from solbench.core.policy import TimingPolicy, as_recorded
 from solbench.supervisor.run_files import load_run
 
@@ -347,8 +347,8 @@ def errored(outcome: Outcome) -> bool:
     failed in any way. An adapter is solbench's code, fixed or narrowed since the run was recorded: the
     retry records its new answer (passed, or skipped where the claim was withdrawn) or the failure again."""
     status, reason = outcome.status.value, outcome.reason
-    if AFTER_CONTENTS in reason:  # a new draw is what a candidate that filled the device would want
-        return False
+    if AFTER_CONTENTS in reason or reason.startswith(SUPERVISOR_FAILED):  # a new draw is what a candidate that
+        return False  # filled the device, or made the supervisor fail where it would be wrong, would want
     if status == Status.TIMEOUT.value or (status == Status.RUNTIME_ERROR.value
                                           and any(w in reason for w in MACHINE_ERRORS)):
         return True
