@@ -82,19 +82,31 @@ def test_resume_skips_finished_scenarios(tmp_path):
 
 @pytest.mark.slow
 def test_retry_errors_evaluates_only_the_errored_scenarios_again_in_suite_order(tmp_path, monkeypatch):
+    """A comparator's crash is evaluated again; the candidate's own crash is final (it had the contents and
+    could crash on purpose to have the scenario drawn again)."""
     monkeypatch.setenv("SOLBENCH_TEST_CRASH", "segfault")
-    first = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path))
-    errored = {o.scenario_id for o in first.outcomes if o.status is Status.RUNTIME_ERROR}
+    first = run(RunConfig(candidate=GOOD, seed=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path))
+    errored = {o.scenario_id for o in first.outcomes if o.comparators.get("seed", {}).get("status") == "runtime_error"}
     assert len(errored) == 2
     kept = {o.scenario_id: o.measurements["candidate"].samples_ms for o in first.outcomes if o.scenario_id not in errored}
     monkeypatch.setenv("SOLBENCH_TEST_CRASH", "recovered")  # whatever failed was the machine's, not the kernel's
-    again = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path,
+    again = run(RunConfig(candidate=GOOD, seed=CRASHY, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path,
                           retry_errors=True))
-    assert again.complete and all(o.status is Status.PASSED for o in again.outcomes)
+    assert again.complete and all(o.status is Status.PASSED and o.comparators["seed"]["status"] == "passed"
+                                  for o in again.outcomes)
     assert [o.scenario_id for o in again.outcomes] == [o.scenario_id for o in first.outcomes]
     for o in again.outcomes:  # the rest stay as recorded
         if o.scenario_id in kept:
             assert o.measurements["candidate"].samples_ms == kept[o.scenario_id]
+
+    monkeypatch.setenv("SOLBENCH_TEST_CRASH", "segfault")
+    crashed = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, out_dir=tmp_path / "c",
+                            max_scenarios=6))
+    assert [o.status for o in crashed.outcomes].count(Status.RUNTIME_ERROR) == 1
+    monkeypatch.setenv("SOLBENCH_TEST_CRASH", "recovered")
+    final = run(RunConfig(candidate=CRASHY, suite="smoke", device="cpu", policy=QUICK, resume=tmp_path / "c",
+                          retry_errors=True, max_scenarios=6))
+    assert [(o.status, o.reason) for o in final.outcomes] == [(o.status, o.reason) for o in crashed.outcomes]
 
 
 @pytest.mark.slow
@@ -136,8 +148,19 @@ def test_what_retry_errors_retries():
     sc = Scenario(q_lens=(4,), kv_lens=(4,), heads_q=2, heads_kv=2, head_dim_qk=8, head_dim_v=8).to_dict()
     base = dict(scenario_id="x", scenario=sc, status=Status.MISMATCH, reason="wrong")
     assert not errored(Outcome(**base))
-    assert errored(Outcome(**{**base, "status": Status.RUNTIME_ERROR, "reason": "candidate: worker died (signal SIGSEGV)"}))
-    assert not errored(Outcome(**{**base, "status": Status.RUNTIME_ERROR, "reason": "candidate: RuntimeError: bug"}))
+    # the candidate's own failures are final, whatever their words: it can produce each of them on purpose
+    for status, reason in ((Status.RUNTIME_ERROR, "candidate: worker died (signal SIGSEGV)"),
+                           (Status.RUNTIME_ERROR, "candidate: RuntimeError: bug"),
+                           (Status.RUNTIME_ERROR, "candidate: OutOfMemoryError: CUDA out of memory"),
+                           (Status.TIMEOUT, "candidate: no answer to 'round' within 60 s")):
+        assert not errored(Outcome(**{**base, "status": status, "reason": reason})), reason
+    # the supervisor's side: its own out-of-memory before the contents were given, a lost agent
+    from solbench.core.model import AGENT_DIED, AFTER_CONTENTS, SUPERVISOR_OUT_OF_MEMORY
+
+    assert errored(Outcome(**{**base, "status": Status.RUNTIME_ERROR, "reason": f"{SUPERVISOR_OUT_OF_MEMORY}: x"}))
+    assert not errored(Outcome(**{**base, "status": Status.RUNTIME_ERROR,
+                                  "reason": f"{SUPERVISOR_OUT_OF_MEMORY} {AFTER_CONTENTS}: x"}))
+    assert errored(Outcome(**{**base, "status": Status.RUNTIME_ERROR, "reason": f"{AGENT_DIED} on GPUs 0, 1"}))
     assert errored(Outcome(**base, comparators={"fa3-fwd": {"status": "timeout", "reason": "hung"}}))
     assert errored(Outcome(**base, comparators={"fa3-fwd": {"status": "runtime_error",
                                                         "reason": "fa3: OutOfMemoryError: CUDA out of memory"}}))

@@ -288,10 +288,12 @@ def test_a_reply_is_decoded_to_a_bounded_depth_whatever_the_decoder_raises():
     from solbench.sandbox.replies import MAX_REPLY_DEPTH, decode_json, read_reply
 
     assert read_reply(b'["ok", {"a": [1, 2]}]') == ("ok", {"a": [1, 2]})
-    for bad in (b"[" * 100_000, b"[" * (MAX_REPLY_DEPTH + 1) + b"]" * (MAX_REPLY_DEPTH + 1), b"1" * 5000, b"{"):
+    for bad in (b"[" * 100_000, b"[" * (MAX_REPLY_DEPTH + 1) + b"]" * (MAX_REPLY_DEPTH + 1), b"1" * 5000, b"{",
+                b'["ok", {"device_ms": [1' + b"0" * 400 + b']}]'):
         with pytest.raises(ValueError):
             decode_json(bad)
     assert decode_json(b"[" * MAX_REPLY_DEPTH + b"]" * MAX_REPLY_DEPTH) is not None
+    assert decode_json(b"[9223372036854775807, -5, 1e400]")[0] == 2 ** 63 - 1
 
 
 def test_a_scenario_the_supervisor_failed_on_is_never_retried_whatever_its_reason_says():

@@ -35,8 +35,8 @@ def add_arguments(parser) -> None:
     add_to_parser(parser, RUN_OPTIONS + (QUICK, POLICY, WIDE))
     parser.add_argument("--resume", type=Path, help="finish an interrupted run (its folder or results.json)")
     parser.add_argument("--retry-errors", action="store_true", help="with --resume: evaluate again the scenarios "
-                        "where the candidate timed out, died or ran out of memory, or a comparator failed "
-                        "(its adapter may have been fixed since)")
+                        "where a comparator failed (its adapter may have been fixed since), the supervisor ran out "
+                        "of device memory or its agent died; the candidate's own failures are final")
     parser.add_argument("--out", type=Path, help="run folder (default reports/<run-id>/)")
     parser.add_argument("--flag", action="append", default=[], help="extra nvcc flag for the candidate (repeatable)")
     parser.add_argument("--allow-lib", action="append", default=[], help="allow a forbidden library (cublas, cudnn, cutlass, cute)")

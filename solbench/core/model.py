@@ -35,6 +35,9 @@ SUPERVISOR_OUT_OF_MEMORY = "the supervisor ran out of device memory for this sce
 """How an outcome's reason begins when the supervisor, not the implementation, failed the scenario (its inputs
 or reference did not fit beside the workers): a machine error, retried by --retry-errors, never counted as
 the implementation being wrong."""
+AGENT_DIED = "agent died"
+"""How a lost unit's reason begins (the supervisor-side process evaluating it died, on every GPU or Ray task
+it was given): a machine error, evaluated again by --retry-errors."""
 SUPERVISOR_FAILED = "the supervisor failed while evaluating it"
 """How an outcome's reason begins when evaluating the scenario raised in the supervisor: counted against the
 candidate (what its worker sent may have caused it) and never evaluated again, whatever words follow."""

@@ -20,7 +20,7 @@ from multiprocessing.connection import wait
 from typing import Callable, Iterator
 
 from solbench.core.errors import NoGpuLeftError
-from solbench.core.model import Outcome
+from solbench.core.model import AGENT_DIED, Outcome
 from solbench.core.scenario import Scenario
 from solbench.executor.keys import SealError, unit_key, unseal
 from solbench.executor.units import Agent, UnitContext, lost_outcome, tampered_outcome
@@ -210,7 +210,7 @@ class LocalExecutor:
                 tried.setdefault(sc.id, []).append(slot.label)
                 if len(tried[sc.id]) >= MAX_ATTEMPTS:
                     done += 1
-                    yield lost_outcome(sc, f"agent died on GPUs {', '.join(tried[sc.id])} while evaluating it "
+                    yield lost_outcome(sc, f"{AGENT_DIED} on GPUs {', '.join(tried[sc.id])} while evaluating it "
                                            f"(the supervisor's side lost the unit twice): {why}")
                 else:
                     queue.insert(0, sc)  # the longest left: it goes to the next free GPU

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from solbench.core.errors import LoadError, MissingDependencyError
-from solbench.core.model import Outcome
+from solbench.core.model import AGENT_DIED, Outcome
 from solbench.core.scenario import Scenario
 from solbench.executor.keys import SealError, unit_key, unseal
 from solbench.executor.local import MAX_ATTEMPTS
@@ -88,7 +88,7 @@ class RayExecutor:
                 self.events.append(f"{sc.id}: task lost on attempt {attempt} ({why})")
                 if attempt >= MAX_ATTEMPTS:
                     done += 1
-                    yield lost_outcome(sc, f"agent died in {MAX_ATTEMPTS} Ray tasks while evaluating it: {why}")
+                    yield lost_outcome(sc, f"{AGENT_DIED} in {MAX_ATTEMPTS} Ray tasks while evaluating it: {why}")
                 else:
                     queue.insert(0, sc)
                 continue

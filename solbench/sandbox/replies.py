@@ -57,11 +57,18 @@ MAX_REPLY_DEPTH = 64
 '[' raised RecursionError out of the supervisor, which ended the run on the candidate's say."""
 
 
+def _bounded_int(text: str) -> int:
+    """A reply's integers are counts and sizes: 10**400 would pass decoding and overflow the first float check."""
+    if len(text.lstrip("-")) > 19:
+        raise ValueError(f"an integer of {len(text)} digits")
+    return int(text)
+
+
 def decode_json(data):
     """A reply's JSON value; ValueError for anything else (malformed, too deep, a number too long), whatever the
     decoder raised: what a candidate's process wrote must cost its scenario, never the run."""
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_int=_bounded_int)
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ValueError(f"not JSON ({type(exc).__name__})") from None
     stack = [(value, 1)]

@@ -163,9 +163,9 @@ class Worker:
             raise WorkerFailure("timeout", f"{self.spec.name}: {why}") from None
         except (EOFError, BrokenPipeError, ConnectionResetError):
             self._died(what)
-        except (OSError, ValueError) as exc:  # too long, not JSON, not a pair: not the worker's own code
+        except (OSError, ValueError) as exc:  # too long, not JSON, too deep, not a pair: not the worker's own code
             self.stop(kill=True)
-            raise WorkerFailure("error", f"{self.spec.name}: malformed reply to {what!r} ({exc})") from None
+            raise WorkerFailure("tampered", f"{self.spec.name}: malformed reply to {what!r} ({exc})") from None
 
     def _died(self, what: str):
         _wait_for_exit(self._proc, 2)  # reap it, so the exit code (the signal) can be reported; not join (stop())

@@ -17,7 +17,8 @@ from solbench import __version__, abi
 from solbench.core.errors import ConfigError
 from solbench.core.paths import KERNELS_DIR
 from solbench.sandbox.impls import ImplSpec, candidate_kind
-from solbench.core.model import AFTER_CONTENTS, ERROR_BUDGET, SUPERVISOR_FAILED, Outcome, RunResult, Status
+from solbench.core.model import (AFTER_CONTENTS, AGENT_DIED, ERROR_BUDGET, SUPERVISOR_OUT_OF_MEMORY, Outcome,
+                                  RunResult, Status)
 from solbench.core.policy import TimingPolicy, as_recorded
 from solbench.supervisor.run_files import load_run
 
@@ -337,20 +338,17 @@ def record_digest(folder: Path) -> str:
     return _file_sha256(Path(folder) / "results.json")
 
 
-MACHINE_ERRORS = ("OutOfMemoryError", "out of memory", "worker died", "no answer to", "agent died")
-"""Words of a runtime_error or timeout reason that the machine, not the implementation, may have caused."""
-
-
 def errored(outcome: Outcome) -> bool:
-    """Worth evaluating again (`--retry-errors`): the candidate timed out, died or ran out of memory, which
-    a machine can cause (its own error comes back every time: --resume pins its source); or a comparator
-    failed in any way. An adapter is solbench's code, fixed or narrowed since the run was recorded: the
-    retry records its new answer (passed, or skipped where the claim was withdrawn) or the failure again."""
-    status, reason = outcome.status.value, outcome.reason
-    if AFTER_CONTENTS in reason or reason.startswith(SUPERVISOR_FAILED):  # a new draw is what a candidate that
-        return False  # filled the device, or made the supervisor fail where it would be wrong, would want
-    if status == Status.TIMEOUT.value or (status == Status.RUNTIME_ERROR.value
-                                          and any(w in reason for w in MACHINE_ERRORS)):
+    """Worth evaluating again (`--retry-errors`): the supervisor's side failed (it ran out of device memory
+    before the candidate was given the scenario's contents, or the agent evaluating it died), or a comparator
+    failed in any way (an adapter is solbench's code, fixed or narrowed since the run was recorded: the retry
+    records its new answer or the failure again). A failure of the candidate itself -- a timeout, a crash, an
+    out-of-memory error -- is final: it had the contents when it failed, and can fail on purpose (raise with
+    any words, hang, kill itself) to have a scenario drawn again until the draw suits it."""
+    reason = outcome.reason
+    if AFTER_CONTENTS in reason:
+        return False
+    if reason.startswith((SUPERVISOR_OUT_OF_MEMORY, AGENT_DIED)):  # only the supervisor's code writes these first
         return True
     return any(Status(c.get("status", Status.SKIPPED.value)).is_failure for c in outcome.comparators.values())
 

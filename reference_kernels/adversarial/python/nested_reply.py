@@ -7,7 +7,7 @@ the decoder raises, and nesting past MAX_REPLY_DEPTH, into a malformed reply: th
 goes on; and any exception the supervisor meets while evaluating a scenario costs that scenario only
 (tests/test_trust_cpu.py).
 
-expect: passed or runtime_error
+expect: passed or tampered
 """
 
 import os
