@@ -114,7 +114,9 @@ def test_run_warns_once_for_a_feature_that_does_not_bite_and_the_cheat_fails_whe
     status = {o.scenario_id: o.status for o in result.outcomes}
     ids = [sc.id for sc in load_suite(str(suite)).scenarios]
     assert code == 1 and all(status[i] is Status.MISMATCH for i in ids[:3]), status
-    assert sum(status[i] is Status.PASSED for i in ids[3:]) == 2
+    # drawn `plain`, ignoring the sinks passes where the lint said (its draw is fixed; the run's is fresh, so the
+    # borderline third may pass too)
+    assert sum(status[i] is Status.PASSED for i in ids[3:]) >= 2
     assert len(list((tmp_path / "cache" / "lint").glob("*.json"))) == 6
     monkeypatch.setattr("solbench.supervisor.lint.feature_flags", lambda sc: pytest.fail("not from the cache"))
     assert bite.warning_lines(load_suite(str(suite))) == [warnings[0]]
