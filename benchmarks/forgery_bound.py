@@ -73,10 +73,12 @@ def _row(results: Path) -> dict:
     a = clock.get("allowance_per_call_ms") or 0.0
     from solbench.supervisor.audit import clock_bound_ms, unexplained_ms
 
-    shares = [unexplained_ms(w, t, c, a) / clock_bound_ms(t, c, a) for w, t, c in clock.get("rounds", []) if w > 0]
+    full = clock.get("full_calls")
+    shares = [unexplained_ms(w, t, c, a) / clock_bound_ms(t, c, a, full_calls=full)
+              for w, t, c in clock.get("rounds", []) if w > 0]
     return {"scenario": o["scenario_id"], "status": o["status"], "reason": (o.get("reason") or "")[:160],
             "candidate_ms": med(cand), "seed_ms": med(seed), "max_share": max(shares, default=float("nan")),
-            "rounds": len(shares), "dropped": len(clock.get("dropped", []))}
+            "rounds": len(shares), "out_of_bound": len(clock.get("out_of_bound", []))}
 
 
 def _bound(row_results: Path) -> float:
@@ -146,9 +148,9 @@ def main() -> int:
         gain = h["candidate_ms"] / r["candidate_ms"] if h and r["candidate_ms"] else float("nan")
         table.append([r["runner"], r["scenario"][:44], f"{h['candidate_ms']:.3f}" if h else "?",
                       h.get("predicted_bound") if h else "?", r["factor"], r["status"], f"{gain:.3f}",
-                      f"{r['max_share']:.3f}", r["dropped"], r["reason"][:70]])
+                      f"{r['max_share']:.3f}", r["out_of_bound"], r["reason"][:70]])
     print(tabulate(table, headers=["runner", "scenario", "honest ms", "predicted bound", "factor", "status",
-                                   "gain over honest", "max share of bound", "dropped", "reason"]))
+                                   "gain over honest", "max share of bound", "out of bound", "reason"]))
     (out / "forgery-bound.json").write_text(json.dumps(rows, indent=1))
     return 0
 

@@ -533,8 +533,10 @@ def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds,
     assert (CLOCK_GAP in measurements["candidate"].flags) is flagged
     # the two rounds, then four that clear them, or twice four that confirm
     assert workers["candidate"].rounds == (2 + 2 * 4 if flagged else 2 + 4)
-    if not flagged:  # the stalled rounds are not scored
-        assert {0, 1} <= set(measurements["candidate"].telemetry["clock_rounds"]["dropped"])
+    if not flagged:  # the stalled rounds score at the clock's time (about 10 ms a call), not the 1 ms reported
+        assert {0, 1} <= set(measurements["candidate"].telemetry["clock_rounds"]["out_of_bound"])
+        samples = measurements["candidate"].samples_ms
+        assert all(s > 5.0 for s in samples[:2]) and sorted(samples[2:])[len(samples[2:]) // 2] == 1.0, samples
 
 
 def test_a_worker_that_forges_every_other_round_is_flagged():
@@ -680,3 +682,107 @@ def test_a_worker_that_says_it_was_throttled_gets_no_round_taken_again():
     measurements, _ = time_interleaved(workers, timed, policy, 10.0, "host_clock")
     assert "throttled_retaken" not in measurements["candidate"].flags
     assert workers["candidate"].rounds == workers["seed"].rounds
+
+
+def _clock_workers(candidate_reply):
+    """A candidate worker whose rounds are made by `candidate_reply(round, calls)` -> (seconds to take, ms to
+    report a call) and a seed that reports what it takes (1 ms a call), for time_interleaved on a CPU."""
+    import time as _time
+
+    class Worker:
+        def __init__(self, reply):
+            self.reply, self.rounds = reply, 0
+
+        def request(self, cmd, payload, timeout_s):
+            if cmd != "round":
+                return {}
+            self.rounds += 1
+            n = len(payload["order"])
+            took_s, told = self.reply(self.rounds, n)
+            _time.sleep(took_s)
+            return {"device_ms": [told] * n, "host_ms": [told] * n, "flags": [], "telemetry": {}}
+
+    return {"candidate": Worker(candidate_reply), "seed": Worker(lambda r, n: (0.001 * n, 1.0))}
+
+
+def _time_fake(workers, copies=1, **policy_fields):
+    import random
+    from dataclasses import replace as dc_replace
+
+    from solbench.core.policy import QUICK
+    from solbench.core.suites import load_suite
+    from solbench.supervisor.audit import TimedCopies
+    from solbench.supervisor.rounds import time_interleaved
+
+    policy = dc_replace(QUICK, launcher_ab=False, **policy_fields)
+    sc = load_suite("smoke").scenarios[0]
+    timed = {n: TimedCopies.make(sc, copies, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
+    return time_interleaved(workers, timed, policy, 10.0, "host_clock")[0]
+
+
+def test_a_round_pushed_out_of_its_bound_scores_at_the_clocks_time():
+    """A worker that idles after its slow rounds pushes them out of the clock's bound; dropped, they would leave
+    only its fast rounds to be scored (a selection it makes unflagged). They score at the clock's time instead:
+    every round is kept, and the idled ones are slower than reported."""
+    slow = {3, 6}  # requests: a round of one call (one input copy) is one request
+
+    def reply(r, n):
+        return (0.003 * n + 0.030, 3.0) if r in slow else (0.001 * n, 1.0)
+
+    workers = _clock_workers(reply)
+    m = _time_fake(workers, min_rounds=8, max_rounds=8)
+    samples, out = m["candidate"].samples_ms, m["candidate"].telemetry["clock_rounds"]["out_of_bound"]
+    assert len(samples) == workers["candidate"].rounds and {2, 5} <= set(out)
+    assert samples[2] > 10.0 and samples[5] > 10.0, samples  # 3 ms reported, ~33 ms on the clock
+    assert sorted(samples)[len(samples) // 2] == 1.0, (samples, out, m["candidate"].telemetry["clock_rounds"])
+
+
+def test_a_round_of_fewer_calls_gets_its_share_of_the_floor():
+    """Under round_budget_ms a worker's calls a round follow its first round's report: reporting that round as
+    1 s a call buys rounds of one call. Each short call then hides 1.5 ms: within the whole 2 ms floor, past
+    its third of it, so flagged."""
+    from solbench.supervisor.audit import CLOCK_GAP, clock_gap
+
+    trusted = [(3.3, 3.0, 3)] * 4
+    assert not clock_gap([(1.0 + 1.5, 1.0, 1)] * 4, trusted, share=0.25)
+    assert clock_gap([(1.0 + 1.5, 1.0, 1)] * 4, trusted, share=0.25, full_calls=3)
+    assert not clock_gap([(3 * (1.0 + 0.5), 3.0, 3)] * 4, trusted, share=0.25, full_calls=3)  # a full round's floor
+
+    def reply(r, n):
+        return (0.001 * n, 1000.0) if r == 1 else (0.0035 * n, 1.0)  # after round 0: 2.5 ms hidden a call
+
+    workers = _clock_workers(reply)
+    m = _time_fake(workers, copies=3, min_rounds=4, max_rounds=4, round_samples=3, round_budget_ms=20.0)
+    assert CLOCK_GAP in m["candidate"].flags
+    assert all(calls == 1 for _, _, calls in m["candidate"].telemetry["clock_rounds"]["rounds"][1:])
+
+
+def test_throttled_rounds_are_taken_again_at_most_one_in_four_and_stay_evidence(monkeypatch):
+    """The supervisor's sampler says every round is throttled: only one round in four (and one more) is taken
+    again. A round taken again that was out of the clock's bound starts the confirming rounds."""
+    import contextlib
+
+    from solbench.gpu import telemetry
+
+    class Throttled(contextlib.AbstractContextManager):
+        def __init__(self, *a, **k):
+            pass
+
+        def __exit__(self, *exc):
+            return None
+
+        def summary(self):
+            return {"throttled": True}
+
+    monkeypatch.setattr(telemetry, "TelemetrySampler", Throttled)
+    workers = _clock_workers(lambda r, n: (0.001 * n, 1.0))
+    m = _time_fake(workers, min_rounds=8, max_rounds=8, retake_throttled=True)
+    rounds = len(m["candidate"].samples_ms)  # 8, and 4 more where a loaded host put one out of bound
+    assert workers["candidate"].rounds == workers["seed"].rounds == rounds + 1 + (rounds - 1) // 4  # 0, 4, 8...
+
+    workers = _clock_workers(lambda r, n: (0.030 * n, 1.0) if r == 1 else (0.001 * n, 1.0))
+    m = _time_fake(workers, min_rounds=8, max_rounds=8, retake_throttled=True)
+    rounds = len(m["candidate"].samples_ms)
+    assert rounds >= 8 + 4  # the forged round, taken again, still started the confirming rounds
+    assert workers["candidate"].rounds == rounds + 1 + (rounds - 1) // 4
+    assert m["candidate"].samples_ms[0] == 1.0 and "throttled_retaken" in m["candidate"].flags

@@ -40,7 +40,8 @@ a CPU the "device" is the cores the loop shares, and its noise grows with the wo
 (TimingPolicy.launch_cover_ms a call) they are the most a forger can take off its reported times unseen."""
 CLOCK_CONFIRM_ROUNDS = 4
 """Fresh rounds (two pairs, both orders) taken when a round was out of its bound; CLOCK_CONFIRM_TRIES batches
-of them, each with half its rounds out of bound, flag the candidate (rounds out of bound are never scored)."""
+of them, each with half its rounds out of bound, flag the candidate. A round out of its bound scores at the
+clock's time (clock_time_ms), never at the time reported."""
 CLOCK_CONFIRM_TRIES = 2
 
 
@@ -177,13 +178,14 @@ class TimedCopies:
 
 
 def clock_outliers(candidate_rounds, trusted_rounds, allowance_per_call_ms: float = 0.0,
-                   share: float = CLOCK_GAP_SHARE) -> list[int]:
+                   share: float = CLOCK_GAP_SHARE, full_calls: int | None = None) -> list[int]:
     """The candidate's rounds that hide time, by index: each round is (wall_ms on the supervisor's clock, the
     ms its reports explain -- the sum of its *device* times, the ones that are scored -- and calls). The time
     outside the calls per call (flush, the pipe, the loop) is taken from the trusted comparators' rounds, which
     run the same loop, plus `allowance_per_call_ms` (the launch cover the candidate may have beyond theirs); a
     worker that reports times shorter than its calls took leaves the difference unexplained. Every round is
-    held to its bound: no majority, no median (a forger of every other round moved an even median halfway)."""
+    held to its bound: no majority, no median (a forger of every other round moved an even median halfway).
+    `full_calls` is a full round's calls (the policy's round_samples): a shorter round gets its share of the floor."""
     if not candidate_rounds or not trusted_rounds:
         return []
     loop = outside_per_call(trusted_rounds) + allowance_per_call_ms
@@ -191,12 +193,18 @@ def clock_outliers(candidate_rounds, trusted_rounds, allowance_per_call_ms: floa
     # loop's cost, which differs between two honest processes in proportion to itself (the native runner's
     # ~2.8 ms a call between 90 us calls).
     return [i for i, (wall, told, calls) in enumerate(candidate_rounds)
-            if unexplained_ms(wall, told, calls, loop) > clock_bound_ms(told, calls, loop, share)]
+            if unexplained_ms(wall, told, calls, loop) > clock_bound_ms(told, calls, loop, share, full_calls)]
 
 
-def clock_bound_ms(told: float, calls: int, loop_per_call: float, share: float = CLOCK_GAP_SHARE) -> float:
-    """The most a round may leave unexplained: a share of its reported time and of its loop's allowance."""
-    return max(share * told + CLOCK_LOOP_SHARE * calls * max(0.0, loop_per_call), CLOCK_GAP_SLACK_MS)
+def clock_bound_ms(told: float, calls: int, loop_per_call: float, share: float = CLOCK_GAP_SHARE,
+                   full_calls: int | None = None) -> float:
+    """The most a round may leave unexplained: a share of its reported time and of its loop's allowance, or the
+    floor: CLOCK_GAP_SLACK_MS for a full round, its share for a round of fewer calls. A worker sets its own
+    calls a round (round_calls follows what it reports of its first round): reporting long calls once would
+    otherwise buy each short call the whole floor. An honest round of fewer calls has long ones, and their share
+    passes the floor's part wherever round_budget_ms * share >= CLOCK_GAP_SLACK_MS."""
+    floor = CLOCK_GAP_SLACK_MS * (min(1.0, calls / full_calls) if full_calls else 1.0)
+    return max(share * told + CLOCK_LOOP_SHARE * calls * max(0.0, loop_per_call), floor)
 
 
 def outside_per_call(trusted_rounds) -> float:
@@ -213,9 +221,15 @@ def unexplained_ms(wall: float, told: float, calls: int, outside_per_call: float
 
 
 def clock_gap(candidate_rounds, trusted_rounds, allowance_per_call_ms: float = 0.0,
-              share: float = CLOCK_GAP_SHARE) -> bool:
+              share: float = CLOCK_GAP_SHARE, full_calls: int | None = None) -> bool:
     """Whether any of the candidate's rounds is out of its bound (clock_outliers)."""
-    return bool(clock_outliers(candidate_rounds, trusted_rounds, allowance_per_call_ms, share))
+    return bool(clock_outliers(candidate_rounds, trusted_rounds, allowance_per_call_ms, share, full_calls))
+
+
+def clock_time_ms(told: float, unexplained: float) -> float:
+    """What a round out of its bound scores as: its reported time and all it left unexplained, the most the
+    supervisor's clock lets it have taken."""
+    return told + max(0.0, unexplained)
 
 
 NATIVE_BETWEEN_CAP_MS = 3.0

@@ -14,8 +14,8 @@ from solbench.core.model import Measurement
 from solbench.core.policy import TimingPolicy, round_calls
 from solbench.supervisor.python_worker import Worker, WorkerFailure
 from solbench.supervisor.audit import (CLOCK_CONFIRM_ROUNDS, CLOCK_CONFIRM_TRIES, CLOCK_GAP, CLOCK_GAP_SHARE,
-                                      CLOCK_GAP_SHARE_CPU, TimedCopies,
-                                      clock_outliers, clock_rounds, outside_per_call, unexplained_ms)
+                                      CLOCK_GAP_SHARE_CPU, TimedCopies, clock_outliers, clock_rounds,
+                                      clock_time_ms, outside_per_call, unexplained_ms)
 from solbench.supervisor.cupti_verdict import CUPTI_BLIND, WORK_OUTSIDE_EVENTS
 from solbench.supervisor.trace import trace, trace_clock, trace_rounds
 
@@ -23,6 +23,10 @@ EVIDENCE = frozenset({WORK_OUTSIDE_EVENTS, CUPTI_BLIND})
 """Flags of a round whose times are dropped (a throttled round taken again, the clock check's extra rounds)
 that still count: what CUPTI saw of the candidate's work does not depend on the clocks (a candidate
 could otherwise do its hiding in rounds it makes the supervisor drop)."""
+
+MAX_RETAKEN_SHARE = 4
+"""At most one round in this many (and one more) is taken again for throttling: a worker that could make the
+sampler see throttling at will would otherwise redo any round it liked."""
 
 AUDITED_PART = 2
 """Calls of a round sent together, after their copies are made ready (time_interleaved): with two, no call of
@@ -173,14 +177,16 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
     clocked = {n: [] for n in workers}  # per round: (wall_ms on this process's clock, reported host_ms, reported
     #                                     device_ms, calls, the native runner's reported time between calls)
     calls = {n: policy.round_samples for n in workers}  # a round's calls per implementation (round_calls)
+    retaken = {n: [] for n in workers}  # the clock entries of throttled rounds taken again
 
     def one_round(r):
         for name in round_order(list(workers), r):
             reply = timed_round(name, r)
-            if policy.retake_throttled and reply["telemetry"].get("throttled"):
+            if (policy.retake_throttled and reply["telemetry"].get("throttled")
+                    and len(retaken[name]) < 1 + r // MAX_RETAKEN_SHARE):
                 flags[name].add("throttled_retaken")
                 flags[name].update(set(reply["flags"]) & EVIDENCE)  # its times are dropped, not what CUPTI saw
-                clocked[name].pop()  # the retake stands for the round, on the clock too
+                retaken[name].append(clocked[name].pop())  # the retake stands for the round; this one stays evidence
                 reply = timed_round(name, r)
             if reply["telemetry"].get("power_capped"):
                 flags[name].add("power_capped")
@@ -207,10 +213,11 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
     t = trace(f"rounds ({r + 1})", t)
     trace_rounds(spent)
     # The clock check: every round of the candidate's is held to what the supervisor's clock saw (audit.
-    # clock_outliers), and a round out of its bound is never scored, whatever else happens. A loaded host stalls
-    # a round at random; a worker that reports its calls short does it in the rounds it forges. So rounds out of
-    # bound are taken again on fresh rounds: half of those out of bound too, CLOCK_CONFIRM_TRIES times over, and
-    # the candidate is flagged. A forger of fewer rounds gains nothing: its forged rounds are dropped.
+    # clock_outliers), and a round out of its bound never scores its reported time, whatever else happens. A
+    # loaded host stalls a round at random; a worker that reports its calls short does it in the rounds it forges.
+    # So rounds out of bound are taken again on fresh rounds: half of those out of bound too, CLOCK_CONFIRM_TRIES
+    # times over, and the candidate is flagged. A forger of fewer rounds gains nothing: its forged rounds score
+    # at the clock's time.
     kind = _process_kind(workers["candidate"])
     same = [n for n in workers if n != "candidate" and _process_kind(workers[n]) == kind]
     yardstick = same or [n for n in workers if n != "candidate"]  # the loop's cost differs between the hosts
@@ -220,12 +227,17 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
     share = CLOCK_GAP_SHARE if on_gpu else CLOCK_GAP_SHARE_CPU
     trace_clock(clocked)
 
-    def out_of_bound(first: int = 0) -> list[int]:
-        cand, trusted = clock_rounds(clocked, yardstick, claims_between)
-        return [i for i in clock_outliers(cand, trusted, cover_ms, share) if i >= first]
+    full = len(timed["candidate"].order(0, policy.round_samples))  # a round's calls, had it not set them
 
-    if found := out_of_bound():
-        evidence = [max((clocked["candidate"][i] for i in found), key=lambda x: x[0] - x[2])]
+    def out_of_bound(first: int = 0, of=None) -> list[int]:
+        cand, trusted = clock_rounds(of or clocked, yardstick, claims_between)
+        return [i for i in clock_outliers(cand, trusted, cover_ms, share, full) if i >= first]
+
+    # A throttled round taken again is held to the bound too: a round out of it starts the confirming rounds.
+    seen = [clocked["candidate"][i] for i in out_of_bound()]
+    seen += [retaken["candidate"][i] for i in out_of_bound(of={**clocked, "candidate": retaken["candidate"]})]
+    if seen:
+        evidence = [max(seen, key=lambda x: x[0] - x[2])]
         for _ in range(CLOCK_CONFIRM_TRIES):
             first = r + 1
             for r in range(first, first + CLOCK_CONFIRM_ROUNDS):
@@ -238,20 +250,29 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             flags["candidate"].add(CLOCK_GAP)
             telemetry["candidate"] = {**telemetry["candidate"], "clock_check": _clock_evidence(
                 evidence, clocked, yardstick, cover_ms)}
-        t = trace(f"clock check rounds (to {r + 1}, after {len(found)} out of bound)", t)
-    dropped = set(out_of_bound())
+        t = trace(f"clock check rounds (to {r + 1}, after {len(seen)} out of bound)", t)
+    out = out_of_bound()
     cand_rounds, trusted_rounds = clock_rounds(clocked, yardstick, claims_between)
-    if trusted_rounds:  # what the bound saw, kept with the times: the forgery bound is read off these
-        telemetry["candidate"] = {**telemetry["candidate"], "clock_rounds": {
-            "yardstick": yardstick, "allowance_per_call_ms": round(outside_per_call(trusted_rounds) + cover_ms, 4),
-            "rounds": [[round(w, 4), round(d, 4), c] for w, d, c in cand_rounds], "dropped": sorted(dropped)}}
-    scored = [i for i in range(len(rounds["candidate"])) if i not in dropped] or list(range(len(rounds["candidate"])))
     # A round scores as its mean: the sum of its reported device times is what the clock check bounds, and
     # nothing within a round is (a worker that moves time from two calls onto the third keeps the sum and
     # halves a median of calls: the clock never sees it).
-    per_round = {n: [_mean(rounds[n][i][0]) for i in scored] for n in workers}
+    per_round = {n: [_mean(d) for d, _ in rounds[n]] for n in workers}
+    if out:
+        # A round out of its bound scores at the clock's time, never dropped: a worker pushes any round out of
+        # its bound by idling after its calls, and dropping would let it choose which of its rounds are scored
+        # (its slow ones gone). At the clock's time, an honest round a loaded host stalled costs a little.
+        loop = outside_per_call(trusted_rounds) + cover_ms
+        for i in out:
+            wall, explained, n = cand_rounds[i]
+            told = sum(rounds["candidate"][i][0])
+            per_round["candidate"][i] = clock_time_ms(told, unexplained_ms(wall, explained, n, loop)) / n
+    if trusted_rounds:  # what the bound saw, kept with the times: the forgery bound is read off these
+        telemetry["candidate"] = {**telemetry["candidate"], "clock_rounds": {
+            "yardstick": yardstick, "allowance_per_call_ms": round(outside_per_call(trusted_rounds) + cover_ms, 4),
+            "rounds": [[round(w, 4), round(d, 4), c] for w, d, c in cand_rounds], "out_of_bound": out,
+            "full_calls": full}}
     samples = per_round
-    host = {n: [x for i in scored for x in rounds[n][i][1]] for n in workers}
+    host = {n: [x for d, h in rounds[n] for x in h] for n in workers}
     # The candidate's launcher A/B only: the comparators' was recorded and never read, and took ~0.2 s per
     # comparator and scenario on the H200 (benchmarks/trace_summary.py); it runs after the rounds, so no ratio moves.
     splits = {"candidate": ask("candidate", "launcher_split")} if policy.launcher_ab else {}
