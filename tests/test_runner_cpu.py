@@ -503,7 +503,7 @@ def test_rounds_alternate_order_so_a_position_bias_cancels_in_the_ratios():
 def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds, flagged):
     """A loaded host stalls the candidate's first rounds (wall time far above the reported times): not
     hidden work, since the confirming rounds are clean. A worker that reports its calls short in every
-    round (here: 10 ms of wall per call reported as 1 ms) is flagged."""
+    round (here: 50 ms of wall per call reported as 10 ms) is flagged."""
     import random
     import time as _time
     from dataclasses import replace as dc_replace
@@ -522,8 +522,8 @@ def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds,
                 return {}
             self.rounds += 1
             n = len(payload["order"])
-            _time.sleep(0.010 * n if self.rounds <= self.slow_rounds else 0.001 * n)
-            return {"device_ms": [1.0] * n, "host_ms": [1.0] * n, "flags": [], "telemetry": {}}
+            _time.sleep(0.050 * n if self.rounds <= self.slow_rounds else 0.010 * n)
+            return {"device_ms": [10.0] * n, "host_ms": [10.0] * n, "flags": [], "telemetry": {}}
 
     policy = dc_replace(QUICK, min_rounds=2, max_rounds=2, launcher_ab=False)
     workers = {"candidate": Worker(stalled_rounds), "seed": Worker(0)}
@@ -533,10 +533,10 @@ def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds,
     assert (CLOCK_GAP in measurements["candidate"].flags) is flagged
     # the two rounds, then four that clear them, or twice four that confirm
     assert workers["candidate"].rounds == (2 + 2 * 4 if flagged else 2 + 4)
-    if not flagged:  # the stalled rounds score at the clock's time (about 10 ms a call), not the 1 ms reported
+    if not flagged:  # the stalled rounds score at the clock's time (about 50 ms a call), not the 10 ms reported
         assert {0, 1} <= set(measurements["candidate"].telemetry["clock_rounds"]["out_of_bound"])
         samples = measurements["candidate"].samples_ms
-        assert all(s > 5.0 for s in samples[:2]) and sorted(samples[2:])[len(samples[2:]) // 2] == 1.0, samples
+        assert all(s > 30.0 for s in samples[:2]) and sorted(samples[2:])[len(samples[2:]) // 2] == 10.0, samples
 
 
 def test_a_worker_that_forges_every_other_round_is_flagged():
@@ -684,9 +684,10 @@ def test_a_worker_that_says_it_was_throttled_gets_no_round_taken_again():
     assert workers["candidate"].rounds == workers["seed"].rounds
 
 
-def _clock_workers(candidate_reply):
-    """A candidate worker whose rounds are made by `candidate_reply(round, calls)` -> (seconds to take, ms to
-    report a call) and a seed that reports what it takes (1 ms a call), for time_interleaved on a CPU."""
+def _clock_workers(candidate_reply, seed_reply=lambda r, n: (0.010 * n, 10.0)):
+    """A candidate worker whose rounds are made by `candidate_reply(request, calls)` -> (seconds to take, ms to
+    report a call) and a seed that reports what it takes (10 ms a call: a loaded host's stalls stay inside the
+    bound's half of it), for time_interleaved on a CPU."""
     import time as _time
 
     class Worker:
@@ -702,7 +703,7 @@ def _clock_workers(candidate_reply):
             _time.sleep(took_s)
             return {"device_ms": [told] * n, "host_ms": [told] * n, "flags": [], "telemetry": {}}
 
-    return {"candidate": Worker(candidate_reply), "seed": Worker(lambda r, n: (0.001 * n, 1.0))}
+    return {"candidate": Worker(candidate_reply), "seed": Worker(seed_reply)}
 
 
 def _time_fake(workers, copies=1, **policy_fields):
@@ -727,14 +728,23 @@ def test_a_round_pushed_out_of_its_bound_scores_at_the_clocks_time():
     slow = {3, 6}  # requests: a round of one call (one input copy) is one request
 
     def reply(r, n):
-        return (0.003 * n + 0.030, 3.0) if r in slow else (0.001 * n, 1.0)
+        return (0.030 * n + 0.100, 30.0) if r in slow else (0.010 * n, 10.0)
 
     workers = _clock_workers(reply)
     m = _time_fake(workers, min_rounds=8, max_rounds=8)
     samples, out = m["candidate"].samples_ms, m["candidate"].telemetry["clock_rounds"]["out_of_bound"]
     assert len(samples) == workers["candidate"].rounds and {2, 5} <= set(out)
-    assert samples[2] > 10.0 and samples[5] > 10.0, samples  # 3 ms reported, ~33 ms on the clock
-    assert sorted(samples)[len(samples) // 2] == 1.0, (samples, out, m["candidate"].telemetry["clock_rounds"])
+    assert samples[2] > 60.0 and samples[5] > 60.0, samples  # 30 ms reported, ~130 ms on the clock
+    assert sorted(samples)[len(samples) // 2] == 10.0, samples
+
+
+def test_a_trusted_round_out_of_its_own_bound_scores_at_the_clocks_time_too():
+    """One timing method: a comparator's round stalled far past its own loop scores at the clock's time as the
+    candidate's would, so an A/A pair pays a loaded host's stalls alike on both sides."""
+    workers = _clock_workers(lambda r, n: (0.010 * n, 10.0),
+                             seed_reply=lambda r, n: (0.010 * n + 0.100, 10.0) if r == 3 else (0.010 * n, 10.0))
+    m = _time_fake(workers, min_rounds=8, max_rounds=8)
+    assert m["seed"].samples_ms[2] > 60.0 and sorted(m["seed"].samples_ms)[4] == 10.0, m["seed"].samples_ms
 
 
 def test_a_round_of_fewer_calls_gets_its_share_of_the_floor():
@@ -749,7 +759,7 @@ def test_a_round_of_fewer_calls_gets_its_share_of_the_floor():
     assert not clock_gap([(3 * (1.0 + 0.5), 3.0, 3)] * 4, trusted, share=0.25, full_calls=3)  # a full round's floor
 
     def reply(r, n):
-        return (0.001 * n, 1000.0) if r == 1 else (0.0035 * n, 1.0)  # after round 0: 2.5 ms hidden a call
+        return (0.001 * n, 1000.0) if r == 1 else (0.0025 * n, 1.0)  # after round 0: 1.5 ms hidden a call
 
     workers = _clock_workers(reply)
     m = _time_fake(workers, copies=3, min_rounds=4, max_rounds=4, round_samples=3, round_budget_ms=20.0)
@@ -775,14 +785,14 @@ def test_throttled_rounds_are_taken_again_at_most_one_in_four_and_stay_evidence(
             return {"throttled": True}
 
     monkeypatch.setattr(telemetry, "TelemetrySampler", Throttled)
-    workers = _clock_workers(lambda r, n: (0.001 * n, 1.0))
+    workers = _clock_workers(lambda r, n: (0.010 * n, 10.0))
     m = _time_fake(workers, min_rounds=8, max_rounds=8, retake_throttled=True)
     rounds = len(m["candidate"].samples_ms)  # 8, and 4 more where a loaded host put one out of bound
     assert workers["candidate"].rounds == workers["seed"].rounds == rounds + 1 + (rounds - 1) // 4  # 0, 4, 8...
 
-    workers = _clock_workers(lambda r, n: (0.030 * n, 1.0) if r == 1 else (0.001 * n, 1.0))
+    workers = _clock_workers(lambda r, n: (0.100 * n, 10.0) if r == 1 else (0.010 * n, 10.0))
     m = _time_fake(workers, min_rounds=8, max_rounds=8, retake_throttled=True)
     rounds = len(m["candidate"].samples_ms)
     assert rounds >= 8 + 4  # the forged round, taken again, still started the confirming rounds
     assert workers["candidate"].rounds == rounds + 1 + (rounds - 1) // 4
-    assert m["candidate"].samples_ms[0] == 1.0 and "throttled_retaken" in m["candidate"].flags
+    assert m["candidate"].samples_ms[0] == 10.0 and "throttled_retaken" in m["candidate"].flags

@@ -266,6 +266,12 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             wall, explained, n = cand_rounds[i]
             told = sum(rounds["candidate"][i][0])
             per_round["candidate"][i] = clock_time_ms(told, unexplained_ms(wall, explained, n, loop)) / n
+    for name in workers:  # the same rule for the trusted rounds, each against its own loop: one timing method
+        if name != "candidate":
+            own = [(w, d, c) for w, _, d, c, _ in clocked[name]]
+            for i in clock_outliers(own, own, 0.0, share, full):
+                wall, told, n = own[i]
+                per_round[name][i] = clock_time_ms(told, unexplained_ms(wall, told, n, outside_per_call(own))) / n
     if trusted_rounds:  # what the bound saw, kept with the times: the forgery bound is read off these
         telemetry["candidate"] = {**telemetry["candidate"], "clock_rounds": {
             "yardstick": yardstick, "allowance_per_call_ms": round(outside_per_call(trusted_rounds) + cover_ms, 4),
