@@ -358,7 +358,7 @@ def test_a_process_back_from_an_uninterruptible_wait_while_held_is_seen(tmp_path
             hold = Hold()
             hold.hold(pid)
             in_wait = sum(state == "D" for state, *_ in hold._seen.values()) == 2
-            time.sleep(0.1)  # longer than the child's 5 ms
+            time.sleep(0.2)  # longer than the child's 50 ms (long, so that a hold on a loaded host lands in it)
             why = hold.release()
             if in_wait:
                 waited.append(why)

@@ -22,10 +22,10 @@ static int stays_stopped(void *unused) {  /* H: `T` at the hold, never runs whil
     return 0;
 }
 
-static int dies_soon(void *unused) {  /* G: `D` (vfork) on H until its own timer kills it, 5 ms on */
+static int dies_soon(void *unused) {  /* G: `D` (vfork) on H until its own timer kills it, 50 ms on */
     struct sigevent event = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGKILL};
     timer_t timer;
-    struct itimerspec when = {.it_value = {0, 5000000}};
+    struct itimerspec when = {.it_value = {0, 50000000}};
     if (timer_create(CLOCK_MONOTONIC, &event, &timer) == 0) timer_settime(timer, 0, &when, NULL);
     clone(stays_stopped, stack_h + sizeof stack_h, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
     for (;;) pause();
