@@ -9,6 +9,8 @@ many A/A CIs miss 1 (their real coverage), the detection rate and the wall time 
 
     python benchmarks/ab_experiment.py --suite hopper [--fast fa3] [--filter ID_PART] [--max-scenarios N]
         [--policy max_time_s=4,min_rounds=4]   (a candidate policy: does it keep the A/A figures?)
+    python benchmarks/ab_experiment.py --cpu-copies 5 --suite smoke   (no GPU: a byte-identical copy of the
+        Python reference against the Python seed, five times)
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from solbench.core.stats import geomean_ci, median, median_ci
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "reference_kernels" / "seed_attention.cu"
+PYTHON_SEED = ROOT / "reference_kernels" / "torch_attention.py"
 PLANTED = ROOT / "benchmarks" / "planted_slowdown.cu"
 
 
@@ -41,7 +44,8 @@ def experiment(candidate: str, args, label: str, comparator: str = "seed", runne
     policy = with_overrides(TimingPolicy(), args.policy)
     config = RunConfig(candidate=candidate, suite=args.suite, baselines=baselines, policy=policy,
                        seed="default" if comparator == "seed" else None, out_dir=folder,
-                       filter=args.filter, max_scenarios=args.max_scenarios, runner=runner, seed_runner=seed_runner)
+                       filter=args.filter, max_scenarios=args.max_scenarios, runner=runner, seed_runner=seed_runner,
+                       device=None if getattr(args, "device", "auto") == "auto" else args.device)
     previous = load_run(folder) if (folder / "results.json").exists() else None
     try:
         # An interrupted experiment goes on; a finished one is run again from scratch.
@@ -98,11 +102,24 @@ def main(argv=None) -> int:
                     "seed timed through the Python host (and each runner against itself): no bias beyond A/A noise")
     ap.add_argument("--runner-pairs", default="native-python,python-python,native-native",
                     help="with --runners: which candidate-comparator runner pairs, comma-separated")
+    ap.add_argument("--device", default="auto", help="cpu for --cpu-copies")
+    ap.add_argument("--cpu-copies", type=int, metavar="N", help="on a CPU: N A/A runs of a byte-identical copy of "
+                    "the Python reference against the Python seed (the same file), then nothing else")
     ap.add_argument("--fast", metavar="BASELINE", help="also an A/A of this baseline against itself (e.g. fa3)")
     ap.add_argument("--policy", metavar="K=V,...", help="overrides of the default timing policy (as solbench run "
                     "--policy): try a cut in wall time against the A/A and planted figures before making it the default")
     args = ap.parse_args(argv)
     rows = []
+    if args.cpu_copies:
+        import shutil
+
+        args.device = "cpu"
+        copy = Path(args.out) / "copy" / PYTHON_SEED.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PYTHON_SEED, copy)
+        rows = [experiment(str(copy), args, f"aa-cpu-copy-{i + 1}") for i in range(args.cpu_copies)]
+        print(report(rows))
+        return 0
     if args.runners:
         for cand, seed in (pair.split("-") for pair in args.runner_pairs.split(",")):
             rows.append(experiment(str(SEED), args, f"aa-{cand}-vs-{seed}", runner=cand, seed_runner=seed))
