@@ -55,7 +55,9 @@ def add_arguments(parser) -> None:
                         "rows, results path) instead of tables; progress goes to stderr")
 
 
-def run(args) -> int:
+def run(args, gate=None) -> int:
+    """`gate`, when given, is told of each scenario too: `started(id, index, total)` before (it may wait there,
+    as a server's job waits for its device: solbench.serve.job) and `finished(outcome)` after."""
     from solbench.supervisor import runner
     from solbench.core.errors import DeviceMismatchError
     from solbench.front.progress import RunProgress
@@ -100,7 +102,10 @@ def run(args) -> int:
     _warn_features(suite)
     try:
         with RunProgress() as progress:
-            result = runner.run(config, on_outcome=progress.finished, on_start=progress.started)
+            on_start, on_outcome = progress.started, progress.finished
+            if gate is not None:
+                on_start, on_outcome = _both(gate.started, on_start), _both(on_outcome, gate.finished)
+            result = runner.run(config, on_outcome=on_outcome, on_start=on_start)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(_interrupted(folder)) from None
     try:
@@ -118,6 +123,13 @@ def run(args) -> int:
     # Every process the workers started has ended: this digest is the record's, for anyone to verify.
     print(f"\nresults: {folder / 'results.json'} (sha256 {runner.record_digest(folder)})")
     return exit_code(result)
+
+
+def _both(first, then):
+    def call(*args):
+        first(*args)
+        then(*args)
+    return call
 
 
 def _folder(path: Path) -> Path:

@@ -20,7 +20,7 @@ from solbench import __version__, schemas
 from solbench.core.errors import EXIT_CODES, SolbenchError, code_of
 
 COMMANDS = ("run", "scenarios", "report", "build", "roofline", "lint", "calibrate", "baselines", "check", "leaderboard",
-            "info", "triage", "profile")
+            "info", "triage", "profile", "serve", "mcp")
 
 
 def _available_commands():
@@ -132,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return code_of("bad_input")
+    return dispatch(args)
+
+
+def dispatch(args) -> int:
+    """Run the parsed command `args._run(args)`, mapping typed errors to exit codes (and, with --json, to the
+    error object)."""
     try:
         return int(args._run(args) or 0)
     except SolbenchError as exc:
