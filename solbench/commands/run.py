@@ -26,6 +26,7 @@ solbench run kernel.cu --resume reports/RUN --retry-errors   # finish an interru
 solbench run kernel.cu --suite hopper --gpus all          # every GPU here, one scenario per GPU at a time
 solbench run kernel.cu --executor ray --ray-address auto   # a Ray cluster, one GPU per scenario
 solbench run kernel.cu --suite hopper --sanitize         # then compute-sanitizer over the 3 smallest scenarios
+solbench run kernel.cu --suite hopper --server http://gpu-node:8765 --token-file token.txt   # on a solbench serve node
 """
 
 
@@ -53,6 +54,10 @@ def add_arguments(parser) -> None:
                         "of one of its scored calls, whose outputs it must give again; a finding is sanitizer_error")
     parser.add_argument("--json", action="store_true", help="print one JSON object (scores, failures, per-scenario "
                         "rows, results path) instead of tables; progress goes to stderr")
+    parser.add_argument("--server", metavar="URL", help="submit to a `solbench serve` node instead of running here; "
+                        "same output, results.json fetched into --out")
+    parser.add_argument("--token-file", type=Path, help="with --server: a file holding the bearer token "
+                        "(default: $SOLBENCH_TOKEN)")
 
 
 def run(args, gate=None) -> int:
@@ -68,6 +73,11 @@ def run(args, gate=None) -> int:
     from solbench.core.archspec import known_arches
     from solbench.core.errors import ConfigError
     from solbench.front.selection import selected
+
+    if args.server:
+        from solbench.commands.run_remote import run_remote
+
+        return run_remote(args)
 
     # What is wrong with the command line first: its options, the candidate's file, the suite; the GPU last.
     if args.arch and args.arch not in known_arches() + ("cpu",):

@@ -46,14 +46,15 @@ class TriageRequest(BaseModel):
     scenario: str | None = None
 
 
-def error_body(status: int, message: str) -> dict:
-    """The `solbench.error/1` object of a refusal (exit_code: what the CLI would return for it)."""
-    return {"schema": "solbench.error/1", "ok": False, "command": "serve", "exit_code": 2, "error": message,
-            "status": status}
+def error_body(status: int, message: str, exit_code: int = 2) -> dict:
+    """The `solbench.error/1` object of a refusal: `status` the HTTP status, `exit_code` what `solbench run`
+    returns for the same fault (2 bad input, 4 build error, 5 load error)."""
+    return {"schema": "solbench.error/1", "ok": False, "command": "serve", "exit_code": exit_code,
+            "error": message, "status": status}
 
 
-def _refuse(status: int, message: str) -> JSONResponse:
-    return JSONResponse(error_body(status, " ".join(str(message).split())), status_code=status)
+def _refuse(status: int, message: str, exit_code: int = 2) -> JSONResponse:
+    return JSONResponse(error_body(status, " ".join(str(message).split()), exit_code), status_code=status)
 
 
 class BodyLimit:
@@ -117,7 +118,7 @@ def create_app(service: Service, tokens: dict[str, str], mcp_http: bool = True) 
 
     @app.exception_handler(ServeError)
     async def serve_error(request, exc: ServeError):
-        return _refuse(exc.status, str(exc))
+        return _refuse(exc.status, str(exc), exc.exit_code)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request, exc: RequestValidationError):

@@ -25,11 +25,12 @@ NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}\.(py|cu)$")
 
 
 class ServeError(Exception):
-    """A refused request: `status` (4xx) and one line."""
+    """A refused request: `status` (4xx), one line, and the exit code `solbench run` gives the same fault."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, exit_code: int = 2):
         super().__init__(message)
         self.status = status
+        self.exit_code = exit_code
 
 
 class JobRequest(BaseModel):
@@ -182,14 +183,14 @@ class Service:
             try:
                 check_python_candidate(path)
             except SolbenchError as exc:
-                raise ServeError(422, str(exc).replace(str(path.parent) + "/", "")) from None
+                raise ServeError(422, str(exc).replace(str(path.parent) + "/", ""), exc.exit_code) from None
             return
         arch = self.arch if self.arch != "cpu" else "h100"
         code, doc = cli_json(["build", str(path), "--arch", arch, *[f"--flag={f}" for f in request.flags],
                               *[a for lib in request.allow_libs for a in ("--allow-lib", lib)]], cwd=path.parent)
         if code != 0:
             line = (doc.get("error") or "the build failed").splitlines()[0]
-            raise ServeError(422, line.replace(str(path.parent) + "/", ""))
+            raise ServeError(422, line.replace(str(path.parent) + "/", ""), code)
         if self.device == "cpu":
             raise ServeError(422, f"{path.name} builds, but a .cu candidate needs a GPU and this server evaluates on cpu")
 
