@@ -1,0 +1,107 @@
+"""Every refusal of `solbench serve` is a 4xx whose body is a solbench.error/1 object with one line."""
+
+import pytest
+
+from tests.serve_server import Server
+
+pytestmark = pytest.mark.slow
+httpx = pytest.importorskip("httpx", reason="needs the serve extra: pip install 'solbench[serve]'")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("serve"), "--max-upload-mb", "1").start()
+    yield s
+    s.stop()
+
+
+def refused(response, status: int, words: str) -> str:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["schema"] == "solbench.error/1" and body["ok"] is False and body["status"] == status
+    assert "\n" not in body["error"] and body["error"].strip(), body
+    assert words in body["error"], body["error"]
+    return body["error"]
+
+
+def test_no_token(server):
+    refused(httpx.get(server.url + "/v1/jobs"), 401, "no token")
+    refused(httpx.get(server.url + "/v1/jobs", headers={"Authorization": "Bearer nobody-knows-this"}), 401,
+            "unknown token")
+
+
+def test_another_clients_job_is_not_found(server):
+    job = server.submit("alice", max_scenarios=1)
+    for path in ("", "/summary", "/results.json", "/report"):
+        refused(httpx.get(f"{server.url}/v1/jobs/{job['id']}{path}", headers=server.headers("bob")), 404,
+                "no job")
+    refused(httpx.post(f"{server.url}/v1/jobs/{job['id']}/cancel", headers=server.headers("bob")), 404, "no job")
+    assert [j["id"] for j in httpx.get(server.url + "/v1/jobs", headers=server.headers("bob")).json()] == []
+    assert server.wait(job["id"])["state"] == "done"
+
+
+def test_a_100_mb_upload(server):
+    body = b'{"candidate_name": "big.py", "candidate_base64": "' + b"A" * (100 << 20) + b'"}'
+    try:
+        response = httpx.post(server.url + "/v1/jobs", content=body, timeout=60,
+                              headers={**server.headers(), "Content-Type": "application/json"})
+    except httpx.WriteError:  # the server answered and closed before the body was sent: ask what it said
+        pytest.fail("the server closed the connection without its 413")
+    refused(response, 413, "at most")
+
+
+def test_a_candidate_over_the_limit_in_a_small_request(server):
+    import base64
+
+    payload = base64.b64encode(b"#" * ((1 << 20) + 1)).decode()
+    refused(httpx.post(server.url + "/v1/jobs", headers=server.headers(), timeout=60,
+                       json={"candidate_name": "big.py", "candidate_base64": payload}), 413, "at most")
+
+
+def test_malformed_json(server):
+    refused(httpx.post(server.url + "/v1/jobs", content=b'{"candidate_name": ', headers={
+        **server.headers(), "Content-Type": "application/json"}), 422, "not valid JSON")
+    refused(httpx.post(server.url + "/v1/jobs", json={"suite": "smoke"}, headers=server.headers()), 422,
+            "candidate_name")
+
+
+def test_unknown_suite(server, tmp_path):
+    import base64
+
+    body = {"candidate_name": "k.py", "candidate_base64": base64.b64encode(b"def forward(inputs): pass\n").decode(),
+            "suite": "no-such-suite"}
+    refused(httpx.post(server.url + "/v1/jobs", json=body, headers=server.headers()), 422, "unknown suite")
+
+
+def test_a_cu_that_does_not_build(server, tmp_path):
+    import base64
+    import shutil
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed: a .cu cannot be built here")
+    source = b'#include "solbench_attention.h"\n__global__ void k() { undefined_name = 1; }\n'
+    body = {"candidate_name": "broken.cu", "candidate_base64": base64.b64encode(source).decode()}
+    response = httpx.post(server.url + "/v1/jobs", json=body, headers=server.headers(), timeout=300)
+    line = refused(response, 422, "undefined_name")
+    assert response.json()["exit_code"] == 4 and "broken.cu" in line
+
+
+def test_a_python_candidate_without_forward(server):
+    import base64
+
+    body = {"candidate_name": "empty.py", "candidate_base64": base64.b64encode(b"x = 1\n").decode()}
+    response = httpx.post(server.url + "/v1/jobs", json=body, headers=server.headers())
+    refused(response, 422, "forward")
+    assert response.json()["exit_code"] == 5
+
+
+def test_too_many_jobs_of_one_client(tmp_path):
+    s = Server(tmp_path, "--max-queue", "1").start()
+    try:
+        s.submit("carol", max_scenarios=1)
+        import base64
+
+        body = {"candidate_name": "k.py", "candidate_base64": base64.b64encode(b"def forward(i): pass\n").decode()}
+        refused(httpx.post(s.url + "/v1/jobs", json=body, headers=s.headers("carol")), 429, "queued or running")
+    finally:
+        s.stop()
