@@ -31,6 +31,10 @@ def test_rest(server, plain):
     seen = []
     status = server.wait(job["id"], until=lambda s: seen.append((s["done"], s["total"])) or s["state"] == "done")
     assert status["passed"] is True and status["done"] == status["total"] == 10
+    from solbench import schemas
+
+    schemas.validate(status, "job", "status")
+    schemas.validate(httpx.get(server.url + "/v1/suites", headers=server.headers()).json(), "suites", "suites")
     assert any(0 < done < 10 and total == 10 for done, total in seen), "progress k/N was never seen mid-run"
     summary = httpx.get(f"{server.url}/v1/jobs/{job['id']}/summary", headers=server.headers()).json()
     assert summary["schema"] == "solbench.summary/1" and verdicts(summary) == plain

@@ -6,6 +6,7 @@
 - `check.schema.json`: what `solbench check --json` prints (`solbench.check/1`);
 - `lint.schema.json`: what `solbench lint --json` prints (`solbench.lint/1`);
 - `error.schema.json`: the error object any other command prints with --json (`solbench.error/1`);
+- `job`, `suites`: what `solbench serve` and its MCP tools answer for a job's status and the suite list;
 - `info`, `build`, `baselines`, `triage`, `scenarios`, `roofline`, `leaderboard`: what `solbench <that
   command> --json` prints (`solbench.<command>/1`; `leaderboard show --json`, and leaderboard.json beside
   an exported page).
@@ -49,8 +50,13 @@ ROOFLINE = "solbench.roofline/1"
 LEADERBOARD = "solbench.leaderboard/1"
 """Tag of `solbench leaderboard show --json` output and of an exported leaderboard.json (leaderboard.schema.json)."""
 
+JOB = "solbench.job/1"
+"""Tag of a `solbench serve` job's status (job.schema.json)."""
+SUITES = "solbench.suites/1"
+"""Tag of `solbench serve`'s suite list (suites.schema.json)."""
+
 NAMES = ("run", "summary", "check", "lint", "error", "info", "build", "baselines", "triage", "scenarios", "roofline",
-         "leaderboard")
+         "leaderboard", "job", "suites")
 
 MAX_MESSAGE = 160
 """Characters of jsonschema's message kept: it quotes the offending value, which may be a whole run."""

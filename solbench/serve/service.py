@@ -202,7 +202,9 @@ class Service:
 
     def status(self, client: str, job_id: str) -> dict:
         job = self.job(client, job_id)
-        doc = job.to_dict()
+        from solbench import schemas
+
+        doc = {"schema": schemas.JOB, "ok": True, **job.to_dict()}
         doc.pop("folder")
         doc["running"] = self.scheduler.running_scenario(job.id) if job.state == "running" else ""
         doc["eta_s"] = _eta_s(job)
@@ -281,7 +283,9 @@ class Service:
     def suites(self) -> dict:
         from solbench.core.suites import available_suites, load_suite
 
-        return {"schema": "solbench.suites/1", "ok": True,
+        from solbench import schemas
+
+        return {"schema": schemas.SUITES, "ok": True,
                 "suites": [{"name": n, "scenarios": len(load_suite(n).scenarios)} for n in available_suites()]}
 
     def _cli(self, argv: list[str]) -> dict:
