@@ -105,3 +105,31 @@ def test_too_many_jobs_of_one_client(tmp_path):
         refused(httpx.post(s.url + "/v1/jobs", json=body, headers=s.headers("carol")), 429, "queued or running")
     finally:
         s.stop()
+
+
+def test_mcp_over_http_without_a_token(server):
+    response = httpx.post(server.url + "/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+                          headers={"Accept": "application/json, text/event-stream"})
+    refused(response, 401, "no valid token")
+
+
+def test_cancel_keeps_what_finished(server):
+    job = server.submit("dave")
+    server.wait(job["id"], "dave", until=lambda s: s["done"] >= 1, timeout_s=300)
+    cancelled = httpx.post(f"{server.url}/v1/jobs/{job['id']}/cancel", headers=server.headers("dave")).json()
+    assert cancelled["cancel"] == 1
+    status = server.wait(job["id"], "dave")
+    assert status["state"] == "cancelled" and status["done"] < 10
+    record = httpx.get(f"{server.url}/v1/jobs/{job['id']}/results.json", headers=server.headers("dave")).json()
+    assert 1 <= len(record["outcomes"]) < 10 and all(o["status"] == "passed" for o in record["outcomes"])
+    refused(httpx.post(f"{server.url}/v1/jobs/{job['id']}/cancel", headers=server.headers("dave")), 409, "has ended")
+
+
+def test_a_job_past_the_time_limit_fails_with_one_line(tmp_path):
+    s = Server(tmp_path, "--max-job-s", "4").start()
+    try:
+        job = s.submit("alice")
+        status = s.wait(job["id"])
+        assert status["state"] == "failed" and status["error"] == "the job time limit (4 s) was reached"
+    finally:
+        s.stop()

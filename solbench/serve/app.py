@@ -230,5 +230,18 @@ def create_app(service: Service, tokens: dict[str, str], mcp_http: bool = True) 
         return response
 
     if mcp is not None:
-        app.mount("/mcp", mcp_app)
+        app.mount("/mcp", _with_token(mcp_app, tokens))
     return app
+
+
+def _with_token(inner, tokens: dict[str, str]):
+    """`inner` for requests that carry a known bearer token; a 401 error object for the rest."""
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            header = dict(scope.get("headers") or []).get(b"authorization", b"").decode(errors="replace")
+            if not header.startswith("Bearer ") or header[7:].strip() not in tokens:
+                return await _refuse(401, "no valid token: send 'Authorization: Bearer TOKEN'")(scope, receive, send)
+        return await inner(scope, receive, send)
+
+    return guarded
