@@ -1,5 +1,6 @@
-"""A server killed (SIGKILL) mid-job and started again finishes the job from its run folder: every scenario
-finished before the kill is kept as it was, none of them is evaluated again, and the job ends passed."""
+"""A server killed (SIGKILL) or stopped (SIGTERM) mid-job and started again finishes the job from its run
+folder: every scenario finished before is kept as it was, none of them is evaluated again, and the job ends
+passed."""
 
 import json
 import os
@@ -26,13 +27,14 @@ def _processes_naming(text: str) -> list[int]:
     return found
 
 
-def test_killed_mid_job_and_restarted(tmp_path):
+@pytest.mark.parametrize("how", ["kill", "stop"])
+def test_killed_mid_job_and_restarted(tmp_path, how):
     server = Server(tmp_path).start()
     job = server.submit("alice")
     try:
         server.wait(job["id"], until=lambda s: s["done"] >= 3, timeout_s=300)
     finally:
-        server.kill()
+        server.kill() if how == "kill" else server.stop()
     deadline = time.monotonic() + 30
     while _processes_naming(job["id"]) and time.monotonic() < deadline:  # the job dies with its server
         time.sleep(0.2)

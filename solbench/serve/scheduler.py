@@ -67,6 +67,8 @@ class Scheduler:
         self._thread.start()
 
     def stop(self) -> None:
+        """End the scheduler and every job process; their jobs stay `running` in the queue, so the next start
+        resumes them from their run folders."""
         self._stop.set()
         self._thread.join(10)
         with self._lock:
@@ -141,6 +143,8 @@ class Scheduler:
             self._release(r)
             self._running.pop(r.job.id, None)
             r.sock.close()
+            if self._stop.is_set():  # the server is stopping: the job is not over, the next start resumes it
+                return
             self._ended(r, code)
             self._grant()
 
