@@ -24,9 +24,10 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from solbench.commands.serve import service_from
+
+    service = service_from(args)  # says first which package of the serve extra is missing
     from solbench.serve.mcp_server import build_mcp
 
-    service = service_from(args)
     service.start()
     try:
         build_mcp(service, tokens=None).run("stdio")

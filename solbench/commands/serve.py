@@ -32,9 +32,10 @@ def add_arguments(parser) -> None:
 def service_from(args):
     """The Service that `serve` and `mcp` build from their common options."""
     from solbench.serve import setup
-    from solbench.serve.service import Limits, Service
 
     setup.require_serve_extra()
+    from solbench.serve.service import Limits, Service
+
     device, devices, arch = setup.devices(args.device, args.gpus)
     limits = Limits(upload_bytes=int(args.max_upload_mb * (1 << 20)), queue_per_client=args.max_queue,
                     job_time_s=args.max_job_s)
@@ -43,6 +44,9 @@ def service_from(args):
 
 
 def run(args) -> int:
+    from solbench.serve.setup import require_serve_extra
+
+    require_serve_extra()  # one line naming the extra, not an ImportError's traceback
     from solbench.serve.service import read_tokens
 
     service = service_from(args)
