@@ -102,9 +102,10 @@ class Client:
         return self._call("GET", f"/v1/jobs/{job_id}/report").text
 
     def check(self, job_id: str, against_job: str | None = None, against_baseline: str | None = None,
-              options: list[str] = ()) -> dict:
+              **criteria) -> dict:
+        """`solbench check` of the job; `criteria`: epsilon, strict, min_ratio, min_geomean, comparator, min_sol."""
         return self._call("POST", f"/v1/jobs/{job_id}/check", json={
-            "against_job": against_job, "against_baseline": against_baseline, "options": list(options)}).json()
+            "against_job": against_job, "against_baseline": against_baseline, **criteria}).json()
 
     def triage(self, jobs: list[str] = (), recorded: list[str] = (), scenario: str | None = None) -> dict:
         return self._call("POST", "/v1/triage", json={"jobs": list(jobs), "recorded": list(recorded),

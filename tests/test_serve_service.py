@@ -41,6 +41,9 @@ def test_submissions_refused_before_they_queue(service):
     assert "no scenario id" in refusal(lambda: service.submit("a", "k.py", FORWARD, JobRequest(filter="zzz")), 422)
     assert "baselines need a GPU" in refusal(lambda: service.submit("a", "k.py", FORWARD, JobRequest(baselines="fa3")), 422)
     assert "forward" in refusal(lambda: service.submit("a", "k.py", b"x = 1\n", JobRequest()), 422)
+    for flag in ("-o/tmp/elsewhere.so", "-I/etc", "--include-path=/", "-Xcompiler=-fplugin=x.so"):
+        assert "not taken by a server" in refusal(
+            lambda: service.submit("a", "k.cu", b"", JobRequest(flags=["-DTILE=64", flag])), 422)
     assert service.queue.jobs() == [] and not list((service.state_dir / "jobs").iterdir())
 
 

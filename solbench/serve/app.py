@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from solbench import __version__
 from solbench.serve.page import login_page, queue_page
-from solbench.serve.service import JobRequest, ServeError, Service
+from solbench.serve.service import CheckCriteria, JobRequest, ServeError, Service
 
 COOKIE = "solbench_token"
 
@@ -34,10 +34,11 @@ class SubmitRequest(JobRequest):
     candidate_base64: str = Field(description="the file's bytes, base64")
 
 
-class CheckRequest(BaseModel):
+class CheckRequest(CheckCriteria):
+    """What to compare the job against, and the clauses to add."""
+
     against_job: str | None = Field(None, description="compare against this earlier job of yours")
     against_baseline: str | None = Field(None, description="or against a recorded run, e.g. 'h200/hopper'")
-    options: list[str] = Field(default_factory=list, description="more `solbench check` options, e.g. ['--min-geomean', '1.05']")
 
 
 class TriageRequest(BaseModel):
@@ -195,7 +196,8 @@ def create_app(service: Service, tokens: dict[str, str], mcp_http: bool = True) 
 
     @app.post("/v1/jobs/{job_id}/check", summary="`solbench check` of the job (solbench.check/1)")
     def check(job_id: str, body: CheckRequest, who: str = Depends(client)) -> dict:
-        return service.check(who, job_id, body.against_job, body.against_baseline, body.options)
+        criteria = CheckCriteria(**body.model_dump(exclude={"against_job", "against_baseline"}))
+        return service.check(who, job_id, body.against_job, body.against_baseline, criteria)
 
     @app.post("/v1/triage", summary="`solbench triage` of jobs and recorded runs (solbench.triage/1)")
     def triage(body: TriageRequest, who: str = Depends(client)) -> dict:

@@ -14,7 +14,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from solbench.serve.service import JobRequest, ServeError, Service
+from solbench.serve.service import CheckCriteria, JobRequest, ServeError, Service
 
 LOCAL_CLIENT = "local"
 
@@ -81,9 +81,8 @@ def build_mcp(service: Service, tokens: dict[str, str] | None):
     async def check(ctx: Context, job_id: str, against_job: str | None = None, against_baseline: str | None = None,
                     min_geomean: float | None = None, min_ratio: float | None = None) -> dict[str, Any]:
         """`solbench check` (solbench.check/1) of a job, against another job or a recorded run ('h200/hopper')."""
-        options = [*(["--min-geomean", str(min_geomean)] if min_geomean is not None else []),
-                   *(["--min-ratio", str(min_ratio)] if min_ratio is not None else [])]
-        return await call(service.check, client_of(ctx), job_id, against_job, against_baseline, options)
+        criteria = CheckCriteria(min_geomean=min_geomean, min_ratio=min_ratio)
+        return await call(service.check, client_of(ctx), job_id, against_job, against_baseline, criteria)
 
     @mcp.tool()
     async def triage(ctx: Context, job_ids: list[str] | None = None, recorded: list[str] | None = None,

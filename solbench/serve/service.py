@@ -22,6 +22,11 @@ from solbench.serve.queue import FINAL, JobQueue
 
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}\.(py|cu)$")
 """A candidate's file name: a plain name, .py or .cu (it becomes a file in the job's folder)."""
+NVCC_FLAG = re.compile(r"^(-D[A-Za-z_]\w*(=[\w.+-]*)?|-U[A-Za-z_]\w*|-O[0-3]|-{1,2}use_fast_math|-lineinfo"
+                       r"|-{1,2}maxrregcount=\d+|-Xptxas=-v|-std=c\+\+(17|20))$")
+"""The nvcc flags a server takes from a client: macros, optimisation, registers, fast math. Not paths: an
+output (-o), include or library path names the server's files, which the build, run unconfined, would write
+or quote."""
 
 
 class ServeError(Exception):
@@ -58,6 +63,26 @@ class JobRequest(BaseModel):
                 args += [flag, str(value)]
         args += [f"--flag={f}" for f in self.flags] + [a for lib in self.allow_libs for a in ("--allow-lib", lib)]
         return args + (["--quick"] if self.quick else [])
+
+
+class CheckCriteria(BaseModel):
+    """The clauses `solbench check` adds to 'every scenario correct' (its options of the same names)."""
+
+    epsilon: float | None = Field(None, ge=0, description="regression margin (default 0.02)")
+    strict: bool = Field(False, description="also fail on ambiguous comparisons")
+    min_ratio: float | None = Field(None, description="every scenario's median speedup vs its best comparator >= R")
+    min_geomean: float | None = Field(None, description="geomean speedup vs `comparator` >= G")
+    comparator: str | None = Field(None, description="for min_geomean: seed (default), a baseline, best, upstream, fastest")
+    min_sol: float | None = Field(None, description="every scenario reaches >= this percent of the speed of light")
+
+    def options(self) -> list[str]:
+        args = []
+        for flag, value in (("--epsilon", self.epsilon), ("--min-ratio", self.min_ratio),
+                            ("--min-geomean", self.min_geomean), ("--comparator", self.comparator),
+                            ("--min-sol", self.min_sol)):
+            if value is not None:
+                args.append(f"{flag}={value}")
+        return args + (["--strict"] if self.strict else [])
 
 
 @dataclass(frozen=True)
@@ -159,8 +184,7 @@ class Service:
         from solbench.core.suites import available_suites
         from solbench.front.selection import selected
 
-        if request.suite not in available_suites():
-            raise ServeError(422, f"unknown suite {request.suite!r}; available: {', '.join(available_suites())}")
+        _known_suite(request.suite)
         if request.runner not in (None, "auto", "native", "python"):
             raise ServeError(422, f"runner must be auto, native or python, got {request.runner!r}")
         try:
@@ -170,6 +194,10 @@ class Service:
             raise ServeError(422, str(exc)) from None
         if request.baselines not in (None, "none") and self.device == "cpu":
             raise ServeError(422, "baselines need a GPU; this server evaluates on cpu (pass no baselines)")
+        bad = [f for f in request.flags if not NVCC_FLAG.match(f)]
+        if bad:
+            raise ServeError(422, f"nvcc flag {bad[0]!r} is not taken by a server; it takes -D, -U, -O0..3, "
+                                  "--use_fast_math, -lineinfo, --maxrregcount=N, -Xptxas=-v, -std=c++17/20")
         if request.seed not in (None, "none"):
             raise ServeError(422, "seed: only the shipped seed (default) or 'none' on a server")
 
@@ -261,12 +289,12 @@ class Service:
         return str(BASELINES_DIR / f"{baseline}.json")
 
     def check(self, client: str, job_id: str, against_job: str | None = None, against_baseline: str | None = None,
-              options: list[str] = ()) -> dict:
+              criteria: CheckCriteria | None = None) -> dict:
         """`solbench check` on the job's results (against another job or a recorded run): its JSON object."""
         argv = ["check", self._run_source(client, job_id, None)]
         if against_job or against_baseline:
             argv += ["--against", self._run_source(client, against_job, against_baseline)]
-        return self._cli(argv + list(options))
+        return self._cli(argv + (criteria or CheckCriteria()).options())
 
     def triage(self, client: str, jobs: list[str] = (), baselines: list[str] = (), scenario: str | None = None) -> dict:
         runs = [self._run_source(client, j, None) for j in jobs] + [self._run_source(client, None, b) for b in baselines]
@@ -275,10 +303,10 @@ class Service:
         return self._cli(["triage", *runs, *(["--scenario", scenario] if scenario else [])])
 
     def roofline(self, arch: str, suite: str = "smoke") -> dict:
-        return self._cli(["roofline", "--arch", arch, "--suite", suite])
+        return self._cli(["roofline", "--arch", arch, "--suite", _known_suite(suite)])
 
     def baselines(self, suite: str = "smoke", arch: str | None = None) -> dict:
-        return self._cli(["baselines", "--suite", suite, *(["--arch", arch] if arch else [])])
+        return self._cli(["baselines", "--suite", _known_suite(suite), *(["--arch", arch] if arch else [])])
 
     def suites(self) -> dict:
         from solbench.core.suites import available_suites, load_suite
@@ -290,9 +318,18 @@ class Service:
 
     def _cli(self, argv: list[str]) -> dict:
         code, doc = cli_json(argv)
-        if code >= 2 or not doc.get("ok", True) and "error" in doc and doc.get("result") == "error":
+        if code >= 2:  # (check's exit 1 is an answer: a clause failed)
             raise ServeError(422, (doc.get("error") or f"solbench {argv[0]} failed").splitlines()[0])
         return doc
+
+
+def _known_suite(name: str) -> str:
+    """A suite of this server by name (never a path: a client names no file of the server's)."""
+    from solbench.core.suites import available_suites
+
+    if name not in available_suites():
+        raise ServeError(422, f"unknown suite {name!r}; available: {', '.join(available_suites())}")
+    return name
 
 
 def cli_json(argv: list[str], cwd: Path | None = None, timeout_s: float = 600) -> tuple[int, dict]:
