@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from solbench.serve.scheduler import START
 from tests.serve_server import TOKENS, Server, verdicts
 
 pytestmark = pytest.mark.slow
@@ -37,13 +38,14 @@ def test_twenty_jobs_from_four_clients(tmp_path):
         server.stop()
     db = sqlite3.connect(server.state / "queue.sqlite3")
     leases = db.execute("SELECT job, device, scenario, start_s, end_s FROM leases ORDER BY start_s").fetchall()
-    assert len(leases) == 20 * SCENARIOS and all(end is not None for *_, end in leases)
+    # Each job holds the device for its start (loading its workers) and for each scenario, never beside another.
+    assert len(leases) == 20 * (1 + SCENARIOS) and all(end is not None for *_, end in leases)
     for (_, _, _, _, end), (_, _, _, start, _) in zip(leases, leases[1:]):
-        assert start >= end, "two scenarios held the device at once"
+        assert start >= end, "two jobs held the device at once"
     per_job = {}
-    for job, *_ in leases:
-        per_job[job] = per_job.get(job, 0) + 1
-    assert sorted(per_job.values()) == [SCENARIOS] * 20  # nothing ran twice
+    for job, _, scenario, *_ in leases:
+        per_job.setdefault(job, []).append(scenario)
+    assert sorted(map(tuple, per_job.values())) == [(START, *plain)] * 20  # nothing ran twice
     owner = dict(db.execute("SELECT id, client FROM jobs").fetchall())
     first_ten = {owner[job] for job, *_ in leases[:10]}
     assert len(first_ten) >= 3, f"the first leases went to {first_ten}: clients did not interleave"

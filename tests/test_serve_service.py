@@ -4,7 +4,8 @@ import pytest
 
 pytest.importorskip("pydantic", reason="needs the serve extra: pip install 'solbench[serve]'")
 
-from solbench.serve.service import JobRequest, Limits, ServeError, Service, read_tokens  # noqa: E402
+from solbench.serve.requests import JobRequest, Limits, read_tokens  # noqa: E402
+from solbench.serve.service import ServeError, Service  # noqa: E402
 
 FORWARD = b"def forward(inputs):\n    return None\n"
 

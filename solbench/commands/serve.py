@@ -34,7 +34,8 @@ def service_from(args):
     from solbench.serve import setup
 
     setup.require_serve_extra()
-    from solbench.serve.service import Limits, Service
+    from solbench.serve.requests import Limits
+    from solbench.serve.service import Service
 
     device, devices, arch = setup.devices(args.device, args.gpus)
     limits = Limits(upload_bytes=int(args.max_upload_mb * (1 << 20)), queue_per_client=args.max_queue,
@@ -47,7 +48,7 @@ def run(args) -> int:
     from solbench.serve.setup import require_serve_extra
 
     require_serve_extra()  # one line naming the extra, not an ImportError's traceback
-    from solbench.serve.service import read_tokens
+    from solbench.serve.requests import read_tokens
 
     service = service_from(args)
     tokens = read_tokens(args.tokens)

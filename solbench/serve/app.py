@@ -22,7 +22,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from solbench import __version__
 from solbench.serve.page import login_page, queue_page
-from solbench.serve.service import CheckCriteria, JobRequest, ServeError, Service
+from solbench.serve.requests import CheckCriteria, JobRequest
+from solbench.serve.service import ServeError, Service
 
 COOKIE = "solbench_token"
 

@@ -5,7 +5,7 @@ back. The server is gone when the socket closes: the job ends at once (SIGKILL; 
 solbench.supervisor.lifeline), so a restarted server is the only one to resume its run folder.
 
 Lines on the socket are JSON objects. From the job: {"want": scenario, "done": k, "total": n} and
-{"finished": scenario, "status": status}. From the server: {"go": scenario}.
+{"finished": scenario, "status": status, "more": whether scenarios are left}. From the server: {"go": scenario}.
 """
 
 from __future__ import annotations
@@ -43,12 +43,14 @@ class LeaseGate:
 
     def started(self, scenario_id: str, index: int, total: int) -> None:
         self._total = self.already_done + total
+        self._done = self.already_done + index
         self._go.clear()
-        self._send({"want": scenario_id, "done": self.already_done + index, "total": self._total})
+        self._send({"want": scenario_id, "done": self._done, "total": self._total})
         self._go.wait()
 
     def finished(self, outcome) -> None:
-        self._send({"finished": outcome.scenario_id, "status": outcome.status.value})
+        self._send({"finished": outcome.scenario_id, "status": outcome.status.value,
+                    "more": self._done + 1 < self._total})
 
 
 def _finished_before(argv: list[str]) -> int:

@@ -14,7 +14,8 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from solbench.serve.service import CheckCriteria, JobRequest, ServeError, Service
+from solbench.serve.requests import CheckCriteria, JobRequest
+from solbench.serve.service import ServeError, Service
 
 LOCAL_CLIENT = "local"
 

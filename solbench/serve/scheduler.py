@@ -1,10 +1,11 @@
 """Starts queued jobs and leases each device to one scenario of one job at a time.
 
 Up to `max_running` job processes live at once (each holds its candidate's and seed's workers loaded); the
-next to start is the fairest by client (JobQueue.next_fair), on the device with the fewest jobs. A job asks
-for its device before each scenario (solbench.serve.job); a free device goes to the waiting job whose client
-was served longest ago, so the scenarios of several clients' jobs interleave and none waits behind another's
-whole run. Every lease is recorded (JobQueue.leases). A job past the time limit, or cancelled, is killed with
+next to start is the fairest by client (JobQueue.next_fair). A job asks for its device before each scenario
+(solbench.serve.job); a free device goes to the waiting job whose client was served longest ago, so the
+scenarios of several clients' jobs interleave and none waits behind another's whole run. A job's own start
+(loading its workers) and end (its reports) hold its device too: neither competes with another job's timed
+scenario for the host. Every lease is recorded (JobQueue.leases; a start is the scenario START). A job past the time limit, or cancelled, is killed with
 its process group; what it finished stays in its run folder.
 """
 
@@ -23,6 +24,9 @@ from pathlib import Path
 
 from solbench.serve.queue import Job, JobQueue
 
+START = "(start)"
+"""The lease row of a job's start: from its launch to its first request for the device."""
+
 
 @dataclass
 class _Running:
@@ -38,6 +42,8 @@ class _Running:
     want: str = ""
     lease: int | None = None
     """Its lease row while it holds the device."""
+    last: bool = False
+    """Its last scenario has finished: it keeps the device until its process ends (it writes its reports)."""
     why_stopped: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -79,7 +85,7 @@ class Scheduler:
     def running_scenario(self, job_id: str) -> str:
         with self._lock:
             r = self._running.get(job_id)
-            return r.want if r and r.lease is not None else ""
+            return r.want if r and r.lease is not None and not r.last else ""
 
     def _loop(self) -> None:
         while not self._stop.wait(0.1):
@@ -101,15 +107,16 @@ class Scheduler:
             for job in self.queue.jobs(states=("queued",)):
                 if job.cancel:
                     self.queue.finish(job.id, "cancelled", None, "cancelled before it started")
+            self._grant()
             while len(self._running) < self.max_running:
-                job = self.queue.next_fair()
+                free = [d for d in self.devices if self._holder[d] is None]
+                job = self.queue.next_fair() if free else None
                 if job is None:
                     break
-                self._launch(job)
-            self._grant()
+                self._launch(job, min(free, key=lambda d: sum(r.device == d for r in self._running.values())))
 
-    def _launch(self, job: Job) -> None:
-        device = min(self.devices, key=lambda d: sum(r.device == d for r in self._running.values()))
+    def _launch(self, job: Job, device: str) -> None:
+        """Start the job's process on `device`, which it holds until it first asks for it."""
         extra, env = self._device_args_of(device)
         ours, theirs = socket.socketpair()
         folder = Path(job.folder)
@@ -121,6 +128,8 @@ class Scheduler:
         theirs.close()
         self.queue.mark_started(job.id, device)
         running = _Running(job, proc, ours, device, time.monotonic())
+        running.lease = self.queue.lease_start(job.id, device, START)
+        self._holder[device] = job.id
         self._running[job.id] = running
         threading.Thread(target=self._follow, args=(running,), name=f"solbench-job-{job.id}", daemon=True).start()
 
@@ -130,11 +139,14 @@ class Scheduler:
             message = json.loads(line)
             with self._lock:
                 if "want" in message:
+                    self._release(r)  # its start's hold
                     r.want, r.waiting_since = message["want"], time.monotonic()
                     self.queue.progress(r.job.id, message["done"], message["total"], message["want"])
                     self._grant()
                 elif "finished" in message:
-                    self._release(r)
+                    r.last = not message.get("more", True)
+                    if not r.last:
+                        self._release(r)
                     job = self.queue.get(r.job.id)
                     self.queue.progress(r.job.id, job.done + 1, job.total, "")
                     self._grant()
@@ -152,6 +164,7 @@ class Scheduler:
         if r.lease is not None:
             self.queue.lease_end(r.lease)
             r.lease = None
+        if self._holder.get(r.device) == r.job.id:
             self._holder[r.device] = None
 
     def _grant(self) -> None:
