@@ -31,7 +31,9 @@ class Server:
         self.root = root
         self.state = root / "state"
         self.tokens = root / "tokens.txt"
-        self.tokens.write_text("".join(f"{c} {t}\n" for c, t in TOKENS.items()))
+        from solbench.serve.tokens import token_digest
+
+        self.tokens.write_text("".join(f"{c} {token_digest(t)}\n" for c, t in TOKENS.items()))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra = extra

@@ -4,7 +4,8 @@ import pytest
 
 pytest.importorskip("pydantic", reason="needs the serve extra: pip install 'solbench[serve]'")
 
-from solbench.serve.requests import JobRequest, Limits, read_tokens  # noqa: E402
+from solbench.serve.requests import JobRequest, Limits  # noqa: E402
+from solbench.serve.tokens import read_tokens  # noqa: E402
 from solbench.serve.service import ServeError, Service  # noqa: E402
 
 FORWARD = b"def forward(inputs):\n    return None\n"
@@ -59,15 +60,21 @@ def test_a_client_sees_only_its_jobs_and_only_so_many(service):
     assert "is queued" in refusal(lambda: service.summary("alice", job["id"]), 409)
 
 
-def test_tokens_file(tmp_path):
-    path = tmp_path / "tokens.txt"
-    path.write_text("# client token\nalice 0123456789abcdef0123\n\nbob fedcba9876543210fedc  # CI\n")
-    assert read_tokens(path) == {"0123456789abcdef0123": "alice", "fedcba9876543210fedc": "bob"}
-    path.write_text("carol short\n")
+def test_the_tokens_file_holds_digests_and_no_token(tmp_path):
     from solbench.core.errors import ConfigError
+    from solbench.serve.tokens import main, token_digest
 
-    with pytest.raises(ConfigError, match="tokens.txt:1: expected 'CLIENT TOKEN'"):
+    path = tmp_path / "tokens.txt"
+    path.write_text(f"# client digest\nalice {token_digest('0123456789abcdef0123')}\n\n"
+                    f"bob {token_digest('fedcba9876543210fedc')}  # CI\n")
+    tokens = read_tokens(path)
+    assert tokens.client("0123456789abcdef0123") == "alice" and tokens.client("fedcba9876543210fedc") == "bob"
+    assert tokens.client(token_digest("0123456789abcdef0123")) is None  # the file's words are not tokens
+    assert tokens.client("") is None and tokens.clients() == {"alice", "bob"}
+    path.write_text("carol 0123456789abcdef0123\n")  # a token itself, readable by any candidate: refused
+    with pytest.raises(ConfigError, match="tokens.txt:1: expected 'CLIENT sha256:"):
         read_tokens(path)
+    assert main(["dave"]) == 0
 
 
 def test_the_state_folder_is_not_where_workers_write(tmp_path):

@@ -15,7 +15,8 @@ solbench serve --device cpu --state-dir state --tokens tokens.txt --port 8765   
 def add_arguments(parser) -> None:
     parser.add_argument("--state-dir", type=Path, required=True, help="the queue (SQLite) and every job's folder; "
                         "not beneath /dev/shm, where confined workers may write")
-    parser.add_argument("--tokens", type=Path, required=True, help="file of 'CLIENT TOKEN' lines (bearer tokens)")
+    parser.add_argument("--tokens", type=Path, required=True, help="file of 'CLIENT sha256:HEX' lines, each the digest of a client's bearer token "
+                        "(`python3 -m solbench.serve.tokens CLIENT` makes one)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8765, help="port to listen on")
     parser.add_argument("--device", choices=("cuda", "cpu"), help="cuda or cpu (default: cuda if present)")
@@ -48,7 +49,7 @@ def run(args) -> int:
     from solbench.serve.setup import require_serve_extra
 
     require_serve_extra()  # one line naming the extra, not an ImportError's traceback
-    from solbench.serve.requests import read_tokens
+    from solbench.serve.tokens import read_tokens
 
     service = service_from(args)
     tokens = read_tokens(args.tokens)
@@ -58,6 +59,6 @@ def run(args) -> int:
 
     app = create_app(service, tokens, mcp_http=not args.no_mcp)
     print(f"solbench serve: http://{args.host}:{args.port}/ ({service.device}: {', '.join(service.devices)}; "
-          f"state {service.state_dir}; {len(set(tokens.values()))} client(s))", flush=True)
+          f"state {service.state_dir}; {len(tokens.clients())} client(s))", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

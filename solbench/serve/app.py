@@ -24,6 +24,7 @@ from solbench import __version__
 from solbench.serve.page import login_page, queue_page
 from solbench.serve.requests import CheckCriteria, JobRequest
 from solbench.serve.service import ServeError, Service
+from solbench.serve.tokens import Tokens
 
 COOKIE = "solbench_token"
 
@@ -92,8 +93,8 @@ class _TooLarge(Exception):
     pass
 
 
-def create_app(service: Service, tokens: dict[str, str], mcp_http: bool = True) -> FastAPI:
-    """The ASGI app over `service`; `tokens`: token -> client."""
+def create_app(service: Service, tokens: Tokens, mcp_http: bool = True) -> FastAPI:
+    """The ASGI app over `service`; `tokens` name each request's client."""
     mcp = None
     if mcp_http:
         from solbench.serve.mcp_server import build_mcp
@@ -139,9 +140,10 @@ def create_app(service: Service, tokens: dict[str, str], mcp_http: bool = True) 
         token = header[7:].strip() if header.startswith("Bearer ") else request.cookies.get(COOKIE, "")
         if not token:
             raise ServeError(401, "no token: send 'Authorization: Bearer TOKEN'")
-        if token not in tokens:
+        who = tokens.client(token)
+        if who is None:
             raise ServeError(401, "unknown token")
-        return tokens[token]
+        return who
 
     @app.post("/v1/jobs", status_code=201, summary="submit a candidate; returns the job's status")
     def submit(body: SubmitRequest, who: str = Depends(client)) -> dict:
@@ -226,7 +228,7 @@ def create_app(service: Service, tokens: dict[str, str], mcp_http: bool = True) 
 
     @app.get("/ui", include_in_schema=False)
     def login(token: str):
-        if token not in tokens:
+        if tokens.client(token) is None:
             return HTMLResponse(login_page("unknown token"), status_code=401)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
@@ -237,13 +239,13 @@ def create_app(service: Service, tokens: dict[str, str], mcp_http: bool = True) 
     return app
 
 
-def _with_token(inner, tokens: dict[str, str]):
+def _with_token(inner, tokens: Tokens):
     """`inner` for requests that carry a known bearer token; a 401 error object for the rest."""
 
     async def guarded(scope, receive, send):
         if scope["type"] == "http":
             header = dict(scope.get("headers") or []).get(b"authorization", b"").decode(errors="replace")
-            if not header.startswith("Bearer ") or header[7:].strip() not in tokens:
+            if not header.startswith("Bearer ") or tokens.client(header[7:].strip()) is None:
                 return await _refuse(401, "no valid token: send 'Authorization: Bearer TOKEN'")(scope, receive, send)
         return await inner(scope, receive, send)
 

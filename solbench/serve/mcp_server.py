@@ -16,11 +16,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from solbench.serve.requests import CheckCriteria, JobRequest
 from solbench.serve.service import ServeError, Service
+from solbench.serve.tokens import Tokens
 
 LOCAL_CLIENT = "local"
 
 
-def build_mcp(service: Service, tokens: dict[str, str] | None):
+def build_mcp(service: Service, tokens: Tokens | None):
     """The MCP server over `service`; `tokens` None means stdio (the local user, paths allowed)."""
     mcp = MCPServer("solbench", instructions="Evaluate attention-forward kernels: submit a candidate, poll status, "
                     "fetch the result (solbench.summary/1), check it against an earlier job or a recorded run.")
@@ -29,7 +30,7 @@ def build_mcp(service: Service, tokens: dict[str, str] | None):
         if tokens is None:
             return LOCAL_CLIENT
         header = (ctx.headers or {}).get("authorization", "")
-        client = tokens.get(header.removeprefix("Bearer ").strip()) if header.startswith("Bearer ") else None
+        client = tokens.client(header.removeprefix("Bearer ").strip()) if header.startswith("Bearer ") else None
         if client is None:
             raise ToolError("no valid bearer token: send 'Authorization: Bearer TOKEN'")
         return client

@@ -76,17 +76,3 @@ class Limits:
     job_time_s: float = 3600.0
     """Wall time of one job's process, after which it is stopped (what finished is kept)."""
 
-
-def read_tokens(path: Path) -> dict[str, str]:
-    """token -> client, from a file of `CLIENT TOKEN` lines ('#' starts a comment)."""
-    tokens = {}
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        if len(words) != 2 or len(words[1]) < 16:
-            from solbench.core.errors import ConfigError
-
-            raise ConfigError(f"{path}:{number}: expected 'CLIENT TOKEN' with a token of 16 characters or more")
-        tokens[words[1]] = words[0]
-    return tokens
