@@ -1,5 +1,7 @@
 """Every refusal of `solbench serve` is a 4xx whose body is a solbench.error/1 object with one line."""
 
+from pathlib import Path
+
 import pytest
 
 from tests.serve_server import Server
@@ -133,3 +135,21 @@ def test_a_job_past_the_time_limit_fails_with_one_line(tmp_path):
         assert status["state"] == "failed" and status["error"] == "the job time limit (4 s) was reached"
     finally:
         s.stop()
+
+
+def test_a_candidate_reads_no_other_clients_files(server, tmp_path):
+    """tests/data/reads_server_files.py, appended to the reference, fails to load if it reads anything of the
+    server's state folder or build cache but its own folder: served after another client's job, it passes."""
+    from solbench.sandbox.confine import abi_version
+
+    if abi_version() < 1:
+        pytest.skip("this kernel has no Landlock: a server cannot hide its state (its docs say so)")
+    other = server.submit("bob", max_scenarios=1)
+    server.wait(other["id"], "bob")
+    reader = tmp_path / "reader.py"
+    root = Path(__file__).resolve().parents[1]
+    reader.write_text((root / "reference_kernels/torch_attention.py").read_text()
+                      + (root / "tests/data/reads_server_files.py").read_text())
+    job = server.submit("alice", path=reader, max_scenarios=1)
+    status = server.wait(job["id"])
+    assert status["state"] == "done" and status["passed"] is True, (status.get("error"), status)

@@ -23,6 +23,7 @@ from solbench import abi
 from solbench.build.binary_check import demangle
 from solbench.core.archspec import known_arches, load_arch
 from solbench.core.errors import BuildError, ConfigError
+from solbench.sandbox import hide
 
 BASE_FLAGS = ("-O3", "-lineinfo", "-shared", "-Xcompiler", "-fPIC", "--std=c++17", "-Xptxas", "-v")
 COMPILE_TIMEOUT_S = 900.0
@@ -207,8 +208,13 @@ def build(source, arch: str, extra_flags=(), include_dirs=(), cache_dir=None) ->
     try:
         so = work / "kernel.so"
         cmd = [nvcc, *flags, str(source), "-o", str(so)]
+        # Where a server hides its state, nvcc reads only the source's folder, the include folders and its own
+        # work folder there (an #include of another client's file fails), and keeps its temporary files in it.
+        run_cmd = hide.command(cmd, keep=[source.parent, work, *incs])
+        env = {**os.environ, "TMPDIR": str(work)} if run_cmd != cmd else None
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=source.parent)
+            proc = subprocess.run(run_cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                                  cwd=source.parent, env=env)
         except subprocess.TimeoutExpired:
             raise BuildError(f"{source}: nvcc did not finish in {COMPILE_TIMEOUT_S:.0f} s") from None
         log = proc.stdout + proc.stderr

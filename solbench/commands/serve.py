@@ -42,7 +42,7 @@ def service_from(args):
     limits = Limits(upload_bytes=int(args.max_upload_mb * (1 << 20)), queue_per_client=args.max_queue,
                     job_time_s=args.max_job_s)
     return Service(setup.state_dir(args.state_dir), device, devices, limits,
-                   max_running=args.max_running or 2 * len(devices), arch=arch)
+                   max_running=args.max_running or 2 * len(devices), arch=arch, hidden_too=(args.tokens,))
 
 
 def run(args) -> int:
@@ -59,6 +59,8 @@ def run(args) -> int:
 
     app = create_app(service, tokens, mcp_http=not args.no_mcp)
     print(f"solbench serve: http://{args.host}:{args.port}/ ({service.device}: {', '.join(service.devices)}; "
-          f"state {service.state_dir}; {len(tokens.clients())} client(s))", flush=True)
+          f"state {service.state_dir}; {len(tokens.clients())} client(s); candidates "
+          + ("read none of it" if service.hidden_env else "can read it: this kernel has no Landlock") + ")",
+          flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

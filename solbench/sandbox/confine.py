@@ -9,7 +9,9 @@ outside its own domain (so no reading or writing another process's memory throug
 ABI 6 (Linux 6.12) signal none and reach no abstract Unix socket outside it (not the supervisor, not the
 comparators' workers). solbench.sandbox.privileges then takes every capability and what Landlock leaves
 open against other processes of the same user. Reading stays open: a candidate reads its own files and
-libraries. The native runner applies the same rules in C (solbench/sandbox/native/runner.cu).
+libraries. The native runner applies the same rules in C (solbench/sandbox/native/runner.cu). Where a
+server hides its state (HIDDEN_VARIABLE), reading is confined too: nothing beneath the folders it names can be
+read but the candidate's own (hidden_reads).
 
 It may also hold at most CANDIDATE_OPEN_FILES files open, hard limit included (`limit_files`): Linux
 charges every fd in flight over a Unix socket to the sending *user* and refuses a send once that count
@@ -39,6 +41,14 @@ _BIND_TCP, _CONNECT_TCP = 1 << 0, 1 << 1
 _WRITE_V1 = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
 _WRITE_FILE, _MAKE_CHAR, _MAKE_BLOCK = 1 << 1, 1 << 6, 1 << 11
 _REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_READ_FILE, _READ_DIR = 1 << 2, 1 << 3
+_READ = _READ_FILE | _READ_DIR
+
+HIDDEN_VARIABLE = "SOLBENCH_HIDDEN"
+"""Files and folders (os.pathsep between them) no confined process may read, set in a job's environment by `solbench
+serve`: its state folder (every client's candidates and records) and its build cache (every candidate's
+binary). Each confined process keeps its own files readable (hidden_reads)."""
+MAX_READ_RULES = 20000
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -119,8 +129,102 @@ class ConfinedTooLate(RuntimeError):
     """More than one thread was running: Landlock would not bind the others, so nothing is applied."""
 
 
-def confine(writable: list[str]) -> str:
-    """Confine this process (see the module docstring); the directories in `writable` must exist. Returns
+def hidden() -> list[str]:
+    """The files and folders HIDDEN_VARIABLE names, resolved; those that do not exist hide nothing."""
+    names = filter(None, os.environ.get(HIDDEN_VARIABLE, "").split(os.pathsep))
+    return sorted({os.path.realpath(n) for n in names if os.path.exists(n)})
+
+
+def hidden_reads(hide: list[str], keep: list[str]) -> list[tuple[str, int]]:
+    """Landlock read rules under which everything is readable but what lies beneath `hide`, with `keep` (within
+    it) readable again. Landlock only allows, so "all but X" is every entry beside X and beside each of its
+    folders up to /: what is made beside them afterwards is unreadable too (the candidate's own scratch folder
+    is kept by its write rule). A symbolic link gets no rule: what it points to is read under that path's
+    rules (a rule on a link to a hidden folder would open it)."""
+    hide = sorted({os.path.realpath(h) for h in hide})
+    hide = [h for h in hide if not any(h.startswith(o.rstrip("/") + "/") for o in hide if o != h)]
+    if "/" in hide:
+        raise OSError(f"{HIDDEN_VARIABLE} names / : nothing would be readable")
+    inside = lambda path: any(path == h or path.startswith(h + "/") for h in hide)  # noqa: E731
+    above = set()
+    for h in hide:
+        parent = os.path.dirname(h)
+        while True:
+            above.add(parent)
+            if parent == "/":
+                break
+            parent = os.path.dirname(parent)
+    rules = []
+    for folder in sorted(above):
+        for entry in os.scandir(folder):
+            if entry.path in above or inside(entry.path) or entry.is_symlink():
+                continue
+            rules.append((entry.path, _READ if entry.is_dir(follow_symlinks=False) else _READ_FILE))
+    for path in keep:
+        real = os.path.realpath(path)
+        if os.path.exists(real):
+            rules.append((real, _READ if os.path.isdir(real) else _READ_FILE))
+    if len(rules) > MAX_READ_RULES:
+        raise OSError(f"hiding {', '.join(hide)} takes {len(rules)} rules (entries beside them and their folders), "
+                      f"more than {MAX_READ_RULES}: keep the state folder where fewer entries lie beside it")
+    return rules
+
+
+class NotHidden(RuntimeError):
+    """HIDDEN_VARIABLE is set and this process could not be kept from reading it: nothing of the candidate's
+    may run then."""
+
+
+def hide_reads(keep: list[str]) -> str:
+    """Make what HIDDEN_VARIABLE names unreadable to this process and what it runs (`keep` excepted), as a
+    Landlock layer of its own: reading only. NotHidden when the kernel cannot (a server that hides its state
+    runs no candidate's build or runner where it cannot)."""
+    hide = hidden()
+    if not hide:
+        return "nothing hidden"
+    if abi_version() < 1:
+        raise NotHidden(f"{HIDDEN_VARIABLE} is set and this kernel has no Landlock: {', '.join(hide)} cannot be "
+                        "hidden")
+    libc = _libc()
+    attr = _RulesetAttr(_READ, 0, 0)
+    try:
+        ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+        if ruleset < 0:
+            raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+        try:
+            _add_rules(libc, ruleset, hidden_reads(hide, keep))
+            _restrict(libc, ruleset)
+        finally:
+            os.close(ruleset)
+    except OSError as exc:
+        raise NotHidden(f"{', '.join(hide)} could not be hidden: {exc}") from None
+    return f"reads nothing beneath {', '.join(hide)} but {', '.join(keep) or 'nothing'}"
+
+
+def _add_rules(libc, ruleset: int, rules) -> None:
+    for path, allowed in rules:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except FileNotFoundError:  # gone since it was listed: nothing to allow
+            continue
+        try:
+            rule = _PathBeneathAttr(allowed, fd)
+            if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)):
+                raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
+        finally:
+            os.close(fd)
+
+
+def _restrict(libc, ruleset: int) -> None:
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if libc.syscall(_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)):
+        raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+
+
+def confine(writable: list[str], keep: list[str] = ()) -> str:
+    """Confine this process (see the module docstring); the directories in `writable` must exist; with
+    HIDDEN_VARIABLE set, nothing beneath it is readable but `keep` (and `writable`). Returns
     what was applied, in words, for the run's telemetry; OSError when the kernel refuses a step (the run goes on
     unconfined, and says so); ConfinedTooLate when threads are already running.
 
@@ -137,7 +241,10 @@ def confine(writable: list[str]) -> str:
         landlock = _landlock(writable)
     except OSError as exc:  # the rest still applies
         landlock = f"not confined: {exc}"
-    words = [landlock, limit_files()]
+    words = [landlock]
+    if hidden():  # NotHidden when it cannot be: a hidden state is never left readable
+        words.append(hide_reads([*keep, *writable]))
+    words.append(limit_files())
     words.append(drop_capabilities())
     words.append(filter_syscalls())
     return "; ".join(words)

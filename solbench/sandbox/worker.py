@@ -58,13 +58,16 @@ def _serve(conn, spec: ImplSpec, device: str, policy: TimingPolicy, log_path: st
         tempfile.tempdir = None  # TMPDIR is read again
         # First, while this process has one thread: Landlock binds only the thread that applies it and those it
         # starts later, and CUDA's threads (which run the candidate's host functions) start with CUDA.
-        from solbench.sandbox.confine import ConfinedTooLate, confine, shared_memory_dirs
+        from solbench.sandbox.confine import ConfinedTooLate, NotHidden, confine, shared_memory_dirs
 
-        try:
-            sandbox = confine([scratch, *shared_memory_dirs()])
+        try:  # its own file's folder stays readable where a server hides its state
+            sandbox = confine([scratch, *shared_memory_dirs()], keep=[os.path.dirname(os.path.abspath(spec.path))])
         except ConfinedTooLate as exc:
             send_reply(conn, LOAD_FAILED, f"{exc}; nothing runs in a worker before this but solbench.sandbox.boot, "
                                           "so something in the interpreter's start (a site hook?) started one")
+            return
+        except NotHidden as exc:
+            send_reply(conn, LOAD_FAILED, str(exc))
             return
         except OSError as exc:
             sandbox = f"not confined: {exc}"

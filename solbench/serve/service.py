@@ -8,6 +8,7 @@ is answered exactly as an unknown one.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -41,12 +42,15 @@ class Service:
     max_running: int = 2
     arch: str = "cpu"
     """The arch jobs run on ('cpu', or the GPU's)."""
+    hidden_too: tuple = ()
+    """Files or folders besides the state folder and build cache that no candidate may read (the tokens file)."""
 
     def __post_init__(self):
         from solbench.serve.scheduler import Scheduler
 
         self.state_dir = Path(self.state_dir).resolve()
         (self.state_dir / "jobs").mkdir(parents=True, exist_ok=True)
+        self.hidden_env = hidden_env([self.state_dir, *self.hidden_too])
         self.queue = JobQueue(self.state_dir / "queue.sqlite3")
         self.scheduler = Scheduler(self.queue, self.devices, self.max_running, self.limits.job_time_s,
                                    self._run_args, self._device_args)
@@ -65,8 +69,8 @@ class Service:
 
     def _device_args(self, device: str) -> tuple[list[str], dict]:
         if device == "cpu":
-            return ["--device", "cpu"], {}
-        return ["--device", "cuda"], {"CUDA_VISIBLE_DEVICES": device}
+            return ["--device", "cpu"], dict(self.hidden_env)
+        return ["--device", "cuda"], {"CUDA_VISIBLE_DEVICES": device, **self.hidden_env}
 
     # -- jobs ---------------------------------------------------------------------------------------------
 
@@ -130,7 +134,8 @@ class Service:
             return
         arch = self.arch if self.arch != "cpu" else "h100"
         code, doc = cli_json(["build", str(path), "--arch", arch, *[f"--flag={f}" for f in request.flags],
-                              *[a for lib in request.allow_libs for a in ("--allow-lib", lib)]], cwd=path.parent)
+                              *[a for lib in request.allow_libs for a in ("--allow-lib", lib)]], cwd=path.parent,
+                             env=self.hidden_env)
         if code != 0:
             line = (doc.get("error") or "the build failed").splitlines()[0]
             raise ServeError(422, line.replace(str(path.parent) + "/", ""), code)
@@ -247,10 +252,26 @@ def _known_suite(name: str) -> str:
     return name
 
 
-def cli_json(argv: list[str], cwd: Path | None = None, timeout_s: float = 600) -> tuple[int, dict]:
+def hidden_env(paths) -> dict:
+    """The environment that keeps candidates (their builds, their workers) from reading `paths` (the state
+    folder: every client's candidates and records; the tokens file) and the build cache (every candidate's
+    binary and build log), where the kernel has Landlock (solbench.sandbox.confine.hidden_reads); empty where
+    it has none."""
+    from solbench.build.nvcc import cache_root
+    from solbench.sandbox.confine import HIDDEN_VARIABLE, abi_version
+
+    if abi_version() < 1:
+        return {}
+    cache = cache_root()
+    cache.mkdir(parents=True, exist_ok=True)
+    return {HIDDEN_VARIABLE: os.pathsep.join([*(str(Path(p).resolve()) for p in paths), str(cache.resolve())])}
+
+
+def cli_json(argv: list[str], cwd: Path | None = None, timeout_s: float = 600, env: dict | None = None
+             ) -> tuple[int, dict]:
     """(exit code, JSON object) of `solbench ARGV --json`, in a process of its own: the CLI's own object."""
     proc = subprocess.run([sys.executable, "-m", "solbench", *argv, "--json"], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout_s)
+                          cwd=cwd, timeout=timeout_s, env={**os.environ, **(env or {})})
     try:
         return proc.returncode, json.loads(proc.stdout)
     except ValueError:

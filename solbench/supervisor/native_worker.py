@@ -22,6 +22,7 @@ from pathlib import Path
 
 from solbench.core.policy import TimingPolicy
 from solbench.sandbox.impls import ImplSpec
+from solbench.sandbox import hide
 from solbench.sandbox.confine import CACHE_VARIABLES, remove_scratch, scratch_dir, shared_memory_dirs
 from solbench.sandbox.replies import decode_json, describe_exit
 from solbench.supervisor import lifeline, pause
@@ -172,6 +173,8 @@ class NativeWorker:
         try:
             argv = [*self.wrap, *runner_argv(self.runner, self.spec, self.policy, index, self.own_memory, writable,
                                              theirs.fileno() if theirs else None)]
+            if self._scratch:  # where a server hides its state, the candidate reads its own build and scratch only
+                argv = hide.command(argv, keep=[Path(self.spec.path).parent, Path(self.runner).parent, *writable])
             # From the spawner thread: the runner's death signal follows the supervisor, not this thread
             self._proc = lifeline.popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                         pass_fds=(theirs.fileno(),) if theirs else (),
