@@ -42,7 +42,8 @@ def service_from(args):
     limits = Limits(upload_bytes=int(args.max_upload_mb * (1 << 20)), queue_per_client=args.max_queue,
                     job_time_s=args.max_job_s)
     return Service(setup.state_dir(args.state_dir), device, devices, limits,
-                   max_running=args.max_running or 2 * len(devices), arch=arch, hidden_too=(args.tokens,))
+                   max_running=args.max_running or 2 * len(devices), arch=arch,
+                   hidden_too=tuple(filter(None, [getattr(args, "tokens", None)])))  # `solbench mcp` has none
 
 
 def run(args) -> int:

@@ -97,9 +97,12 @@ class JobQueue:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
-    def add(self, client: str, candidate: str, request: dict, folder_of) -> Job:
-        """A new queued job; `folder_of(job_id)` says its folder."""
+    def add(self, client: str, candidate: str, request: dict, folder_of, place=None) -> Job:
+        """A new queued job; `folder_of(job_id)` says its folder, and `place(folder)` fills it before the job is
+        queued (the scheduler may start a queued job at once)."""
         job_id = uuid.uuid4().hex[:16]
+        if place is not None:
+            place(folder_of(job_id))
         self._run("INSERT INTO jobs (id, client, state, candidate, request, folder, created_s) VALUES (?,?,?,?,?,?,?)",
                   (job_id, client, "queued", candidate, json.dumps(request), str(folder_of(job_id)), time.time()))
         return self.get(job_id)

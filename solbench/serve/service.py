@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,8 +94,8 @@ class Service:
         except ServeError:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        job = self.queue.add(client, name, request.model_dump(), lambda i: self.state_dir / "jobs" / i)
-        staging.rename(job.folder)
+        job = self.queue.add(client, name, request.model_dump(), lambda i: self.state_dir / "jobs" / i,
+                             place=staging.rename)
         return self.status(client, job.id)
 
     def _check_options(self, request: JobRequest) -> None:
@@ -128,7 +129,8 @@ class Service:
             from solbench.supervisor.python_source import check_python_candidate
 
             try:
-                check_python_candidate(path)
+                with _PARSING:  # CPython 3.11's ast.parse fails in two threads at once (a SystemError)
+                    check_python_candidate(path)
             except SolbenchError as exc:
                 raise ServeError(422, str(exc).replace(str(path.parent) + "/", ""), exc.exit_code) from None
             return
@@ -250,6 +252,9 @@ def _known_suite(name: str) -> str:
     if name not in available_suites():
         raise ServeError(422, f"unknown suite {name!r}; available: {', '.join(available_suites())}")
     return name
+
+
+_PARSING = threading.Lock()
 
 
 def hidden_env(paths) -> dict:
