@@ -504,32 +504,10 @@ def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds,
     """A loaded host stalls the candidate's first rounds (wall time far above the reported times): not
     hidden work, since the confirming rounds are clean. A worker that reports its calls short in every
     round (here: 50 ms of wall per call reported as 10 ms) is flagged."""
-    import random
-    import time as _time
-    from dataclasses import replace as dc_replace
+    from solbench.supervisor.audit import CLOCK_GAP
 
-    from solbench.core.policy import QUICK
-    from solbench.core.suites import load_suite
-    from solbench.supervisor.audit import CLOCK_GAP, TimedCopies
-    from solbench.supervisor.rounds import time_interleaved
-
-    class Worker:
-        def __init__(self, slow_rounds):
-            self.slow_rounds, self.rounds = slow_rounds, 0
-
-        def request(self, cmd, payload, timeout_s):
-            if cmd != "round":
-                return {}
-            self.rounds += 1
-            n = len(payload["order"])
-            _time.sleep(0.050 * n if self.rounds <= self.slow_rounds else 0.010 * n)
-            return {"device_ms": [10.0] * n, "host_ms": [10.0] * n, "flags": [], "telemetry": {}}
-
-    policy = dc_replace(QUICK, min_rounds=2, max_rounds=2, launcher_ab=False)
-    workers = {"candidate": Worker(stalled_rounds), "seed": Worker(0)}
-    sc = load_suite("smoke").scenarios[0]
-    timed = {n: TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
-    measurements, _ = time_interleaved(workers, timed, policy, 10.0, "host_clock")
+    workers = _clock_workers(lambda r, n: (0.050 * n if r <= stalled_rounds else 0.010 * n, 10.0))
+    measurements = _time_fake(workers, min_rounds=2, max_rounds=2)
     assert (CLOCK_GAP in measurements["candidate"].flags) is flagged
     # the two rounds, then four that clear them, or twice four that confirm
     assert workers["candidate"].rounds == (2 + 2 * 4 if flagged else 2 + 4)
