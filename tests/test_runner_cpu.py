@@ -520,34 +520,12 @@ def test_a_clock_gap_counts_only_when_fresh_rounds_show_it_again(stalled_rounds,
 def test_a_worker_that_forges_every_other_round_is_flagged():
     """A majority rule over an even count of rounds let a forger of every other round move the median halfway to
     any factor: every round is held to the supervisor's clock, and fresh rounds are forged as often."""
-    import random
-    import time as _time
-    from dataclasses import replace as dc_replace
+    from solbench.supervisor.audit import CLOCK_GAP
 
-    from solbench.core.policy import QUICK
-    from solbench.core.suites import load_suite
-    from solbench.supervisor.audit import CLOCK_GAP, TimedCopies
-    from solbench.supervisor.rounds import time_interleaved
-
-    class Worker:
-        def __init__(self, forges):
-            self.forges, self.rounds = forges, 0
-
-        def request(self, cmd, payload, timeout_s):
-            if cmd != "round":
-                return {}
-            self.rounds += 1
-            n = len(payload["order"])
-            _time.sleep(0.008 * n)
-            told = 0.8 if self.forges and self.rounds % 2 == 0 else 8.0
-            return {"device_ms": [told] * n, "host_ms": [8.0] * n, "flags": [], "telemetry": {}}
-
-    policy = dc_replace(QUICK, min_rounds=4, max_rounds=4, launcher_ab=False)
-    sc = load_suite("smoke").scenarios[0]
+    honest = lambda r, n: (0.008 * n, 8.0)  # noqa: E731
     for forges in (True, False):
-        workers = {"candidate": Worker(forges), "seed": Worker(False)}
-        timed = {n: TimedCopies.make(sc, 1, "cpu", b"", audited=False, rng=random.Random(0)) for n in workers}
-        measurements, _ = time_interleaved(workers, timed, policy, 10.0, "host_clock")
+        reply = (lambda r, n: (0.008 * n, 0.8 if r % 2 == 0 else 8.0)) if forges else honest
+        measurements = _time_fake(_clock_workers(reply, seed_reply=honest), min_rounds=4, max_rounds=4)
         assert (CLOCK_GAP in measurements["candidate"].flags) is forges
         if forges:
             assert measurements["candidate"].telemetry["clock_check"]["rounds"][0]["unexplained_ms"] > 5
