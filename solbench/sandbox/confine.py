@@ -208,11 +208,15 @@ def _add_rules(libc, ruleset: int, rules) -> None:
         except FileNotFoundError:  # gone since it was listed: nothing to allow
             continue
         try:
-            rule = _PathBeneathAttr(allowed, fd)
-            if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)):
-                raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
+            _add_rule(libc, ruleset, path, fd, allowed)
         finally:
             os.close(fd)
+
+
+def _add_rule(libc, ruleset: int, path: str, fd: int, allowed: int) -> None:
+    rule = _PathBeneathAttr(allowed, fd)
+    if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)):
+        raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
 
 
 def _restrict(libc, ruleset: int) -> None:
@@ -273,18 +277,13 @@ def _landlock(writable: list[str]) -> str:
         for path, allowed in rules:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
-                rule = _PathBeneathAttr(allowed, fd)
-                if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)):
-                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
+                _add_rule(libc, ruleset, path, fd, allowed)
             finally:
                 if path in DRIVER_WRITES:
                     _KEPT.append(fd)
                 else:
                     os.close(fd)
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-        if libc.syscall(_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)):
-            raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+        _restrict(libc, ruleset)
     finally:
         os.close(ruleset)
     return (f"confined (Landlock ABI {abi}): writes only beneath {', '.join(writable)}, to {len(devices)} device "
