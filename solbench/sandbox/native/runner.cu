@@ -1266,17 +1266,17 @@ static void cmd_round(const std::vector<int>& order) {
     if (g_after_round) g_timer.stray += g_timer.count_stray(pending, false);
     bool deferred = g_timer.per_part();
     std::vector<Raw> raws;
-    std::vector<KernelRecord> own;  // every iteration's own kernels
+    std::vector<KernelRecord> kernels;  // every iteration's own kernels
     for (int i : order) {
         raws.push_back(g_timer.iterate([&] { return call_copy(i + 1); }, g_timer.cfg.cold_l2, true, deferred));
         if (raws.back().code) return reply("error", code_text(raws.back().code));
-        if (!deferred) own.insert(own.end(), g_timer.last_kernels.begin(), g_timer.last_kernels.end());
+        if (!deferred) kernels.insert(kernels.end(), g_timer.last_kernels.begin(), g_timer.last_kernels.end());
     }
     carve_out = g_timer.persisting_l2_set() || carve_out;
     uint64_t launched = launches_so_far();
     check_cuda("after the round", cudaDeviceSynchronize());
     double taking = now_ms();
-    if (deferred) g_timer.place_later(cupti_take(), raws, &own);
+    if (deferred) g_timer.place_later(cupti_take(), raws, &kernels);
     else g_timer.stray += g_timer.count_stray(cupti_take(), false);  // work the last call left to land after it
     if (g_timer.trace) fprintf(stderr, "round: %zu calls, records taken and placed in %.4f ms (%s)\n", raws.size(),
                                now_ms() - taking, deferred ? "once a round" : "also before and after each call");
@@ -1287,7 +1287,7 @@ static void cmd_round(const std::vector<int>& order) {
         work.push_back(r.work_span_ms), outside.push_back(r.outside_ms), late.push_back(r.late_open_ms);
     }
     std::string forbidden;
-    for (auto& k : own)
+    for (auto& k : kernels)
         if (forbidden.empty() && !k.copy) forbidden = forbidden_kernel(g_timer.cfg, k.name);
     // Every launch since the runner started, up to here, must have left a record by now (warm-up's and checks'
     // included: their records arrive by this flush at the latest).
