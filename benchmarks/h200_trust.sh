@@ -10,6 +10,9 @@
 #   bash benchmarks/h200_trust.sh honest S..   # the honest examples vs the seed, and the seed alone, pass smoke and S..
 #        through the native runner (no false positives)
 #   bash benchmarks/h200_trust.sh diag FILE..  # each candidate through both runners, with its CUPTI numbers
+#   bash benchmarks/h200_trust.sh loop [SUITE]  # the native runner's loop cost a call, its CUPTI records taken once
+#        a round (the default) and before and after every call (SOLBENCH_RUNNER_TAKE=call): the seed against
+#        itself, native vs native, with each side's unexplained ms per call, the A/A geomean and the flags
 #   bash benchmarks/h200_trust.sh clock [FILTER] [BASELINES]  # the seed through the native runner beside Python-hosted
 #        libraries only (--seed none), on the hopper scenarios where its ~1-2 ms calls once read as hidden_work
 #        (default wl127-sink, vllm-fa3), with each implementation's unexplained ms per call (SOLBENCH_TRACE)
@@ -124,6 +127,23 @@ PY
         > "/tmp/honest-$s.log" 2>&1
       echo "== the seed alone on $s: exit $?"; grep -E "^suite|FAILED|passed" "/tmp/honest-$s.log" | head -4
       cp "/tmp/honest-$s/results.json" "$out/honest-seed-$s.json"
+    done ;;
+  loop)
+    for take in round call; do
+      [ "$take" = call ] && export SOLBENCH_RUNNER_TAKE=call || unset SOLBENCH_RUNNER_TAKE
+      SOLBENCH_RUNNER_TRACE=1 SOLBENCH_TRACE="$out/trace-loop-$take.txt" solbench run "$seed" --suite "${2:-real}" \
+        --runner native --quick --json --out "/tmp/loop-$take" > "$out/loop-$take.json" 2> "/tmp/loop-$take.log"
+      python3 - "$out/loop-$take.json" "/tmp/loop-$take/results.json" "$take" <<'PY'
+import json, statistics, sys
+s, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+flags = sorted({f for o in d["outcomes"] for m in o.get("measurements", {}).values() for f in m.get("flags", [])})
+print(f"take {sys.argv[3]}: {s.get('status_counts')} scores {[(x['comparator'], x['geomean'], x['ci95']) for x in s.get('scores', [])]} flags {flags}")
+for r in s.get("failed", [])[:6]:
+    print("  ", r["scenario"][:60], r["status"], (r["reason"] or "")[:140])
+PY
+      python3 benchmarks/trace_summary.py "$out/trace-loop-$take.txt" | grep "^clock:"
+      grep -h "^round:" /tmp/loop-$take/worker-candidate*.log | sort | uniq -c | sort -rn | head -3
+      grep -h "^iteration margins" /tmp/loop-$take/worker-candidate*.log | awk '{print $5, $12}' | sort -n | head -2
     done ;;
   clock)
     SOLBENCH_TRACE="$out/trace-clock.txt" solbench run "$seed" --suite hopper --filter "${2:-wl127-sink}" \

@@ -22,6 +22,7 @@ struct CuptiApi {
     CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) = nullptr;
     CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;  // optional
     CUptiResult (*dropped)(CUcontext, uint32_t, size_t*) = nullptr;  // optional
+    CUptiResult (*timestamp)(uint64_t*) = nullptr;  // optional: the activity records' clock, read on the host
 };
 
 // "" when every entry point was found in the library named by $SOLBENCH_CUPTI_LIB (or the usual names).
@@ -40,6 +41,7 @@ inline std::string load_cupti(CuptiApi* api) {
     api->enable_callback = (decltype(api->enable_callback))dlsym(lib, "cuptiEnableCallback");
     api->callback_name = (decltype(api->callback_name))dlsym(lib, "cuptiGetCallbackName");
     api->dropped = (decltype(api->dropped))dlsym(lib, "cuptiActivityGetNumDroppedRecords");
+    api->timestamp = (decltype(api->timestamp))dlsym(lib, "cuptiGetTimestamp");
     if (!api->register_callbacks || !api->enable || !api->flush_all || !api->get_next_record ||
         !api->subscribe || !api->enable_callback)
         return "libcupti lacks the activity or callback API";

@@ -672,6 +672,16 @@ static std::vector<KernelRecord> cupti_take() {
     return out;
 }
 
+// The activity records' clock now, read on the host (cuptiGetTimestamp: the time base of their start and end),
+// or 0 where it cannot be read.
+static unsigned long long cupti_now() {
+#if SOLBENCH_HAVE_CUPTI
+    uint64_t t = 0;
+    if (g_cupti.on && g_cupti.api.timestamp && g_cupti.api.timestamp(&t) == CUPTI_SUCCESS) return t;
+#endif
+    return 0;
+}
+
 // ------------------------------------------------------------------ the candidate
 
 typedef int (*ForwardFn)(const SolbenchAttentionParams*);
@@ -916,6 +926,11 @@ struct Raw {
     int code;             // the entry point's return value
     double late_open_ms;  // CUPTI: from the spin's end to the open mark's start (telemetry: a stalled stream)
     double spin_kernel_ms = -1.0;  // CUPTI: the cover spin's own duration; -1 where there is no record of it
+    // Where the iteration's records are placed later (Timer::per_part): on CUPTI's clock, when the wait after
+    // the flush returned (what started before is between calls) and when the call's synchronize returned.
+    unsigned long long flushed_ns = 0, synced_ns = 0;
+    double cover_asked_ms = 0.0;  // the cover's length asked for (its rate is corrected by what its spin took)
+    bool covered = false, flushed = false;
 };
 
 struct Timer {
@@ -930,6 +945,12 @@ struct Timer {
     cudaEvent_t g0, spun, start, end;
     bool trace = getenv("SOLBENCH_RUNNER_TRACE") != nullptr;  // one stderr line per timed iteration
     bool settle = getenv("SOLBENCH_RUNNER_NO_SETTLE") == nullptr;  // (off only to measure what it buys)
+    // Take a round's CUPTI records once, after its last call, and place each by its start time between the host's
+    // readings of CUPTI's clock (Raw::flushed_ns, synced_ns), instead of a forced flush before and after every
+    // call: the flushes were most of the runner's ~ms of overhead a call, and the clock check grants every
+    // call of a candidate the loop's cost. SOLBENCH_RUNNER_TAKE=call keeps the flush per call (to compare).
+    bool per_part_wanted = getenv("SOLBENCH_RUNNER_TAKE") == nullptr || strcmp(getenv("SOLBENCH_RUNNER_TAKE"), "call");
+    bool per_part() const { return per_part_wanted && cupti_now() != 0; }
     // The cover is sized from the host time between the spin's launch and the call's return (the open mark and
     // the start event included, each slow under CUPTI), from timed iterations' history alone, and its clock rate
     // is observed from CUPTI's record of the spin, not from events that also count the spin's launch delay.
@@ -1056,11 +1077,14 @@ struct Timer {
     }
 
     // One timed iteration of `call` (a forward of one copy, or a graph replay).
+    // With `deferred` (per_part), its records are left for place_later.
     template <class Call>
-    Raw iterate(Call call, bool do_flush, bool own_work) {
+    Raw iterate(Call call, bool do_flush, bool own_work, bool deferred = false) {
         if (do_flush) flush();
         check_cuda("cudaStreamSynchronize", cudaStreamSynchronize(0));
-        if (own_work) stray += count_stray(cupti_take(), do_flush);  // between calls only the runner's flush runs
+        deferred = deferred && own_work && g_cupti.on;
+        unsigned long long flushed_ns = deferred ? cupti_now() : 0;
+        if (own_work && !deferred) stray += count_stray(cupti_take(), do_flush);  // between calls only the runner's flush runs
         if (own_work && g_cupti.on && settle) {
             solbench_runner_settle<<<1, 1>>>(), ++own_launches;
             check_cuda("cudaStreamSynchronize", cudaStreamSynchronize(0));
@@ -1087,14 +1111,56 @@ struct Timer {
         if (history.size() > 32) history.pop_front();
         double held = elapsed(g0, start);
         Raw r{elapsed(start, end), t1 - t0, tr - tc, held, elapsed(g0, end), tr - t0, -1.0, 0.0, code, 0.0};
-        if (marked) place_records(cupti_take(), cover_ms > 0, &r);
-        if (cover_ms > 0 && r.spin_kernel_ms > 0) observe_cover(cover_ms, r.spin_kernel_ms);
+        r.cover_asked_ms = cover_ms, r.covered = cover_ms > 0, r.flushed = do_flush;
         if (trace)
             fprintf(stderr, "iteration: cover asked %.4f spin %.4f held %.4f device %.4f launch %.4f host %.4f "
-                    "spin issued %.4f open issued %.4f work %.4f outside %.4f late_open %.4f ms\n", cover_ms,
-                    elapsed(g0, spun), held, r.device_ms, r.launch_ms, r.host_ms, ts - t0, tc - ts, r.work_span_ms,
-                    r.outside_ms, r.late_open_ms);
+                    "spin issued %.4f open issued %.4f ms\n", cover_ms, elapsed(g0, spun), held, r.device_ms,
+                    r.launch_ms, r.host_ms, ts - t0, tc - ts);
+        if (deferred) {
+            r.flushed_ns = flushed_ns, r.synced_ns = cupti_now();
+            return r;
+        }
+        if (marked) placed(cupti_take(), &r);
         return r;
+    }
+
+    // One iteration's records placed (place_records), and the cover's rate follows its spin.
+    void placed(std::vector<KernelRecord> recs, Raw* r) {
+        place_records(std::move(recs), r->covered, r);
+        if (r->covered && r->spin_kernel_ms > 0) observe_cover(r->cover_asked_ms, r->spin_kernel_ms);
+        if (trace)
+            fprintf(stderr, "iteration records: work %.4f outside %.4f late_open %.4f spin %.4f ms\n", r->work_span_ms,
+                    r->outside_ms, r->late_open_ms, r->spin_kernel_ms);
+    }
+
+    // The records of a round's deferred iterations, all taken after its last call: each by its start time.
+    // Before an iteration's flush wait returned: between calls (count_stray, as the take before each call
+    // counted them); from then to its synchronize: that iteration's (place_records); after the last one: work
+    // that landed after the round. Records the round's first take left behind count as between calls.
+    // `own` gets each iteration's own kernels, for the forbidden-library check.
+    void place_later(std::vector<KernelRecord> recs, std::vector<Raw>& raws, std::vector<KernelRecord>* own) {
+        std::vector<std::vector<KernelRecord>> before(raws.size()), during(raws.size());
+        std::vector<KernelRecord> after;
+        for (auto& k : recs) {
+            size_t i = 0;
+            while (i < raws.size() && k.start_ns > raws[i].synced_ns) ++i;
+            if (i == raws.size()) after.push_back(std::move(k));
+            else if (k.start_ns > raws[i].flushed_ns) during[i].push_back(std::move(k));
+            else before[i].push_back(std::move(k));
+        }
+        for (size_t i = 0; i < raws.size(); ++i) {
+            if (trace && !during[i].empty()) {  // how far inside its marks the iteration's records lie (clock skew)
+                unsigned long long lo = ~0ull, hi = 0;
+                for (auto& k : during[i]) lo = std::min(lo, k.start_ns), hi = std::max(hi, k.end_ns);
+                fprintf(stderr, "iteration margins: first start %.4f ms after the flush wait, last end %.4f ms before "
+                        "the synchronize returned\n", (double)(long long)(lo - raws[i].flushed_ns) / 1e6,
+                        (double)(long long)(raws[i].synced_ns - hi) / 1e6);
+            }
+            stray += count_stray(std::move(before[i]), raws[i].flushed);
+            placed(std::move(during[i]), &raws[i]);
+            own->insert(own->end(), last_kernels.begin(), last_kernels.end());
+        }
+        stray += count_stray(std::move(after), false);
     }
 
     static bool one_thread(const KernelRecord& k) {
@@ -1198,21 +1264,31 @@ static void cmd_round(const std::vector<int>& order) {
     uint64_t launched_before = launches_so_far(), entered_before = entered_so_far(), own_before = g_timer.own_launches;
     std::vector<KernelRecord> pending = cupti_take();
     if (g_after_round) g_timer.stray += g_timer.count_stray(pending, false);
-    std::vector<double> dev, host, launch, cover, span, issued, work, outside, late;
-    std::string forbidden;
+    bool deferred = g_timer.per_part();
+    std::vector<Raw> raws;
+    std::vector<KernelRecord> kernels;  // every iteration's own kernels
     for (int i : order) {
-        Raw r = g_timer.iterate([&] { return call_copy(i + 1); }, g_timer.cfg.cold_l2, true);
-        if (r.code) return reply("error", code_text(r.code));
-        dev.push_back(r.device_ms), host.push_back(r.host_ms), launch.push_back(r.launch_ms);
-        cover.push_back(r.cover_ms), span.push_back(r.span_ms), issued.push_back(r.issued_ms);
-        work.push_back(r.work_span_ms), outside.push_back(r.outside_ms), late.push_back(r.late_open_ms);
-        for (auto& k : g_timer.last_kernels)
-            if (forbidden.empty() && !k.copy) forbidden = forbidden_kernel(g_timer.cfg, k.name);
+        raws.push_back(g_timer.iterate([&] { return call_copy(i + 1); }, g_timer.cfg.cold_l2, true, deferred));
+        if (raws.back().code) return reply("error", code_text(raws.back().code));
+        if (!deferred) kernels.insert(kernels.end(), g_timer.last_kernels.begin(), g_timer.last_kernels.end());
     }
     carve_out = g_timer.persisting_l2_set() || carve_out;
     uint64_t launched = launches_so_far();
     check_cuda("after the round", cudaDeviceSynchronize());
-    g_timer.stray += g_timer.count_stray(cupti_take(), false);  // work the last call left to land after it
+    double taking = now_ms();
+    if (deferred) g_timer.place_later(cupti_take(), raws, &kernels);
+    else g_timer.stray += g_timer.count_stray(cupti_take(), false);  // work the last call left to land after it
+    if (g_timer.trace) fprintf(stderr, "round: %zu calls, records taken and placed in %.4f ms (%s)\n", raws.size(),
+                               now_ms() - taking, deferred ? "once a round" : "also before and after each call");
+    std::vector<double> dev, host, launch, cover, span, issued, work, outside, late;
+    for (auto& r : raws) {
+        dev.push_back(r.device_ms), host.push_back(r.host_ms), launch.push_back(r.launch_ms);
+        cover.push_back(r.cover_ms), span.push_back(r.span_ms), issued.push_back(r.issued_ms);
+        work.push_back(r.work_span_ms), outside.push_back(r.outside_ms), late.push_back(r.late_open_ms);
+    }
+    std::string forbidden;
+    for (auto& k : kernels)
+        if (forbidden.empty() && !k.copy) forbidden = forbidden_kernel(g_timer.cfg, k.name);
     // Every launch since the runner started, up to here, must have left a record by now (warm-up's and checks'
     // included: their records arrive by this flush at the latest).
     int unrecorded = g_cupti.counting ? unrecorded_launches(launched, entered_before) : 0;
