@@ -19,7 +19,8 @@
 // procedure is the one of solbench/sandbox/timing.py step for step (flush, wait, cover, events, call,
 // device-wide synchronize); the raw numbers go back and the supervisor decides every verdict.
 // Optionally (libcupti found), CUPTI activity records of every kernel, copy and memset on any stream are
-// collected per timed iteration: the span of the candidate's own work, its kernel names and launch shapes.
+// collected for each timed iteration (taken once a round and placed by their start times): the span of the
+// candidate's own work, its kernel names and launch shapes.
 #include <cuda.h>  // the driver's types only: its entry points are looked up at run time (DriverVmm)
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
