@@ -54,7 +54,7 @@ for row in d.get("failed", [])[:12]:
     print(row["scenario"], row["status"], (row["reason"] or "")[:160])
 PY
     head -c 1500 /tmp/native-smoke/worker-candidate.log; echo
-    python3 -m pytest -q -m gpu tests/test_native_runner.py tests/test_seed_gpu.py -x 2>&1 | tail -3 ;;
+    python3 -m pytest -q -m gpu tests/test_native_runner.py tests/test_seed_gpu.py tests/test_hidden_reads.py -x 2>&1 | tail -3 ;;
   corpus)
     # a vendor BLAS for dlopens_cublas.cu to load (the toolkit's, or torch's wheel's)
     cublas=$(find / -name 'libcublas.so*' -not -path '/proc/*' 2>/dev/null | head -1)

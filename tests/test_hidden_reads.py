@@ -124,3 +124,47 @@ def test_a_build_includes_nothing_hidden(tmp_path, monkeypatch):
     with pytest.raises(BuildError, match="secret.cuh"):
         build(source, "h100", cache_dir=tmp_path / "hidden")
     shutil.rmtree(tmp_path / "open")
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+@needs_landlock
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.skipif(not _cuda(), reason="no CUDA GPU")
+def test_a_native_candidate_reads_nothing_hidden_but_its_own_folder(tmp_path, monkeypatch):
+    """The seed with a constructor that aborts the native runner when another client's file is readable: it
+    fails to load without the hiding (so it does look), and passes through the runner with it."""
+    from solbench.core.model import Status
+    from solbench.core.policy import QUICK
+    from solbench.supervisor.runner import RunConfig, run
+
+    state, own, other = _state(tmp_path)
+    candidate = own / "reads.cu"
+    candidate.write_text((ROOT / "reference_kernels/seed_attention.cu").read_text() + f"""
+#include <cstdio>
+#include <cstdlib>
+__attribute__((constructor)) static void reads_server_files() {{
+    if (FILE* f = fopen("{other / 'secret.py'}", "rb")) abort();
+}}
+""")
+    config = dict(candidate=str(candidate), suite="smoke", device="cuda", policy=QUICK, max_scenarios=1, seed=None,
+                  runner="native")
+    from solbench.core.errors import SolbenchError
+
+    monkeypatch.delenv(HIDDEN_VARIABLE, raising=False)
+    try:  # a runner that dies loading the candidate: a load failure, or a failed scenario
+        opened = run(RunConfig(**config, out_dir=tmp_path / "open")).outcomes[0].status
+    except SolbenchError as exc:
+        opened = exc
+    assert opened is not Status.PASSED, "the probe read nothing even without the hiding: it proves nothing"
+    monkeypatch.setenv(HIDDEN_VARIABLE, str(state))
+    hidden = run(RunConfig(**config, out_dir=tmp_path / "hidden"))
+    assert hidden.outcomes[0].status is Status.PASSED, hidden.outcomes[0].reason
