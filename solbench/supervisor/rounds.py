@@ -125,6 +125,8 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
         except WorkerFailure as exc:
             raise TimingFailure(name, exc) from None
 
+    on_gpu = str(getattr(workers["candidate"], "device", "cpu")).startswith("cuda")  # every worker's device
+
     def timed_round(name, r):
         copies = timed[name]
         order = copies.order(r, calls[name])
@@ -135,7 +137,6 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
         # often (round_order). Checked between the candidate's parts, their memory traffic through the shared
         # cache slowed its next calls alone (A/A of a Python copy against the seed on 2 cores: 0.964 as against
         # 0.974 checked at the round's end, 0.979 not checked at all).
-        on_device = str(getattr(workers[name], "device", "cpu")).startswith("cuda")
         # A round goes to its worker in parts of at most two calls, each made ready just before it: the
         # candidate's calls can then do no work for another beyond their part (a round whose first call did
         # every ready copy's work: computes_ahead.py). Every implementation alike: the same requests a round,
@@ -158,7 +159,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             else:  # the worker's own send-to-reply time where it keeps one: holding the candidate is not its time
                 own = getattr(workers[name], "last_request_ms", None)
                 wall += own if own is not None else took_ms
-            if on_device:
+            if on_gpu:
                 copies.after_round(part, r)
             if sampler is not None:  # a Python host: of its telemetry, only what the supervisor itself put there
                 #                      (the sandbox it confirmed) and the kernel records the triage checks;
@@ -171,7 +172,7 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
             spend[1] += returned - sent
             spend[2] += sum(reply["device_ms"]) / 1e3
             spend[3] += time.perf_counter() - returned
-        if not on_device:
+        if not on_gpu:
             audited = time.perf_counter()
             copies.after_round(order, r)
             spent[name][3] += time.perf_counter() - audited
@@ -235,7 +236,6 @@ def time_interleaved(workers: dict[str, Worker], timed: dict[str, TimedCopies], 
     same = [n for n in workers if n != "candidate" and _process_kind(workers[n]) == kind]
     yardstick = same or [n for n in workers if n != "candidate"]  # the loop's cost differs between the hosts
     claims_between = kind == "native" and not same  # no trusted native runner beside a native candidate
-    on_gpu = str(getattr(workers["candidate"], "device", "cpu")).startswith("cuda")
     cover_ms = policy.launch_cover_ms if on_gpu else 0.0
     share = CLOCK_GAP_SHARE if on_gpu else CLOCK_GAP_SHARE_CPU
     trace_clock(clocked)
